@@ -1,0 +1,64 @@
+# coachbus — one command to run, one to test. Everything else is a convenience.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+PY := $(BIN)/python
+STAMP := $(VENV)/.installed
+LLM ?=
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## list the targets
+	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  %-14s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+.PHONY: setup
+setup: $(STAMP) ## create the virtualenv and install coachbus with its dev tools
+
+.PHONY: run
+run: $(STAMP) ## run the whole pipeline on the embedded broker (LLM=local for a real local model)
+	$(BIN)/coachbus run $(if $(LLM),--llm $(LLM),)
+
+.PHONY: test
+test: $(STAMP) ## run the whole suite (unit, in-memory and real-broker tests)
+	$(BIN)/pytest -q
+
+.PHONY: test-fast
+test-fast: $(STAMP) ## unit and in-memory tests only
+	$(BIN)/pytest -q -m "unit or inmemory"
+
+.PHONY: lint
+lint: $(STAMP) ## ruff
+	$(BIN)/ruff check shared services tests bench
+	$(BIN)/ruff format --check shared services tests bench
+
+.PHONY: format
+format: $(STAMP) ## ruff format and fix
+	$(BIN)/ruff format shared services tests bench
+	$(BIN)/ruff check --fix shared services tests bench
+
+.PHONY: typecheck
+typecheck: $(STAMP) ## mypy strict
+	$(BIN)/mypy
+
+.PHONY: bench
+bench: $(STAMP) ## benchmarks, printed side by side and written to bench/results
+	$(PY) -m bench
+
+.PHONY: up
+up: ## docker compose (needs a Docker engine)
+	docker compose up -d
+
+.PHONY: down
+down: ## stop docker compose
+	docker compose down
+
+.PHONY: clean
+clean: ## remove the virtualenv and caches
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,85 @@
+"""JSON on the wire: encoding events and decoding them with a clear reason on failure."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+M = TypeVar("M")
+
+JSON_HEADERS = {"content-type": "application/json"}
+# Deeper than any of our schemas will ever nest; a guard against hostile payloads
+# built to exhaust the parser's recursion.
+MAX_DEPTH = 32
+
+
+class DecodeError(ValueError):
+    """A message that cannot become the expected event. ``reason`` is for humans."""
+
+    def __init__(self, reason: str, error_type: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.error_type = error_type
+
+
+def encode(event: BaseModel) -> bytes:
+    return event.model_dump_json().encode()
+
+
+def _depth(raw: bytes) -> int:
+    depth = best = 0
+    in_string = escaped = False
+    for byte in raw:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x7B, 0x5B):
+            depth += 1
+            best = max(best, depth)
+        elif byte in (0x7D, 0x5D):
+            depth -= 1
+    return best
+
+
+def decode(raw: bytes | None, adapter: TypeAdapter[M], *, max_bytes: int) -> M:
+    """Parse ``raw`` as the adapter's type or raise :class:`DecodeError` with the reason."""
+    if raw is None or raw == b"":
+        raise DecodeError("empty message body", "empty")
+    if len(raw) > max_bytes:
+        raise DecodeError(f"message of {len(raw)} bytes exceeds limit {max_bytes}", "too_large")
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DecodeError(f"body is not valid UTF-8: {exc}", "bad_utf8") from None
+    if _depth(raw) > MAX_DEPTH:
+        raise DecodeError(f"JSON nested deeper than {MAX_DEPTH}", "too_deep")
+    try:
+        head: Any = json.loads(raw)
+    except ValueError as exc:
+        raise DecodeError(f"body is not JSON: {exc}", "not_json") from None
+    if isinstance(head, dict):
+        version = head.get("schema_version")
+        if version is not None and version != 1:
+            raise DecodeError(
+                f"unknown schema_version {version!r} (this consumer knows 1)", "schema_version"
+            )
+    try:
+        return adapter.validate_python(head)
+    except ValidationError as exc:
+        errors = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '<root>'}: {err['msg']}"
+            for err in exc.errors()[:8]
+        )
+        raise DecodeError(f"schema validation failed: {errors}", "schema") from None
+
+
+def adapter_for(model: type[M]) -> TypeAdapter[M]:
+    return TypeAdapter(model)

@@ -1,0 +1,355 @@
+"""The runtime one service runs on, and the app factory that serves it.
+
+A service's ``handlers.py`` creates an :class:`AgentRuntime`, a FastStream
+``KafkaRouter`` and registers its typed handler (message in, result out); its
+``main.py`` builds the app with :meth:`AgentRuntime.build_app`. The runtime adds
+what every service needs: key-ordered dispatch with at-least-once commits,
+dead-lettering with the reason, state stores loaded on partition assignment,
+metrics and health on one port.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+import os
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
+
+from aiokafka import TopicPartition
+from aiokafka.abc import ConsumerRebalanceListener
+from aiokafka.coordinator.assignors.range import RangePartitionAssignor
+from faststream.asgi import AsgiFastStream, make_ping_asgi
+from faststream.kafka import KafkaBroker, KafkaRouter
+from faststream.kafka.annotations import KafkaMessage
+from faststream.kafka.prometheus import KafkaPrometheusMiddleware
+from faststream.middlewares import AckPolicy
+from faststream.specification import AsyncAPI
+from prometheus_client import make_asgi_app
+from pydantic import BaseModel, TypeAdapter
+
+from coachbus import __version__
+from coachbus.bus.admin import ensure_topics, wait_for_broker
+from coachbus.bus.codec import JSON_HEADERS, DecodeError, decode, encode
+from coachbus.bus.dispatch import Hold, KeyedDispatcher, Record
+from coachbus.bus.state import OwnedStore, TableView
+from coachbus.contracts import DeadLetter, Event, UserMessage
+from coachbus.logs import setup_logging
+from coachbus.metrics import AGENT_LATENCY, DLQ_MESSAGES, MESSAGES, REGISTRY
+from coachbus.settings import (
+    CoachbusSettings,
+    KafkaSettings,
+    faststream_security,
+    get_kafka_settings,
+    get_settings,
+)
+from coachbus.topics import Topic
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PORTS = {
+    "gateway": 8000,
+    "shadow": 8101,
+    "persona": 8102,
+    "plasticity": 8103,
+    "stability": 8104,
+    "coach": 8105,
+    "synth": 8106,
+}
+
+E = TypeVar("E", bound=Event)
+R = TypeVar("R", bound=Event)
+S = TypeVar("S", bound=BaseModel)
+PartitionHook = Callable[[set[int]], Awaitable[None]]
+
+
+class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]
+    """Revocation finishes work in hand before the partition moves; assignment
+    loads the partition's state before any of its input is processed."""
+
+    def __init__(self, runtime: AgentRuntime, dispatcher: KeyedDispatcher) -> None:
+        self._runtime = runtime
+        self._dispatcher = dispatcher
+
+    async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
+        await self._dispatcher.on_revoked(revoked)
+        numbers = {tp.partition for tp in revoked}
+        for hook in self._runtime.revoke_hooks:
+            await hook(numbers)
+
+    async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
+        numbers = {tp.partition for tp in assigned}
+        for hook in self._runtime.assign_hooks:
+            await hook(numbers)
+
+
+async def _raw_body(message: Any) -> Any:
+    return message.body
+
+
+class AgentRuntime:
+    def __init__(
+        self,
+        service: str,
+        *,
+        settings: CoachbusSettings | None = None,
+        kafka: KafkaSettings | None = None,
+    ) -> None:
+        self.service = service
+        self.settings = settings or get_settings()
+        self.kafka = kafka or get_kafka_settings()
+        self.group_id = f"{self.settings.topic_prefix}{service}"
+        self.broker = KafkaBroker(
+            self.kafka.servers,
+            client_id=f"coachbus-{service}",
+            security=faststream_security(self.kafka),  # type: ignore[arg-type]
+            middlewares=(KafkaPrometheusMiddleware(registry=REGISTRY, app_name="coachbus"),),
+            allow_auto_create_topics=False,
+            logger=logging.getLogger(f"coachbus.{service}"),
+        )
+        self.dispatchers: list[KeyedDispatcher] = []
+        self.assign_hooks: list[PartitionHook] = []
+        self.revoke_hooks: list[PartitionHook] = []
+        self.views: list[TableView[Any]] = []
+        self.startup_hooks: list[Callable[[], Awaitable[None]]] = []
+        self.shutdown_hooks: list[Callable[[], Awaitable[None]]] = []
+        # Tests without a broker (FastStream's TestKafkaBroker) switch this off.
+        self.kafka_io = True
+
+    # ------------------------------------------------------------------ naming
+
+    def topic(self, topic: Topic) -> str:
+        return self.settings.topic(topic.value)
+
+    # ------------------------------------------------------------------ publishing
+
+    async def publish(self, topic: Topic | str, event: BaseModel, *, key: str) -> None:
+        """Publish and wait for the broker's acknowledgement (at-least-once)."""
+        name = self.topic(topic) if isinstance(topic, Topic) else topic
+        await self.broker.publish(encode(event), name, key=key.encode(), headers=JSON_HEADERS)
+
+    async def _write_raw(self, topic: str, value: bytes, key: str) -> None:
+        await self.broker.publish(value, topic, key=key.encode(), headers=JSON_HEADERS)
+
+    async def dead_letter(self, record: Record, reason: str, error_type: str) -> None:
+        ids: dict[str, str | None] = {"turn_id": None, "user_id": None}
+        try:
+            head = TypeAdapter(dict[str, Any]).validate_json(record.value or b"")
+            ids = {k: str(head[k])[:128] if k in head else None for k in ids}
+        except Exception:
+            pass
+        letter = DeadLetter(
+            service=self.service,
+            source_topic=record.topic,
+            partition=record.partition,
+            offset=record.offset,
+            key=record.key.decode("utf-8", "replace") if record.key is not None else None,
+            reason=reason[:2000],
+            error_type=error_type,
+            original_b64=base64.b64encode(record.value or b"").decode(),
+            **ids,
+        )
+        await self.publish(Topic.DLQ, letter, key=letter.key or letter.user_id or "")
+        DLQ_MESSAGES.labels(self.service, error_type).inc()
+        MESSAGES.labels(self.service, record.topic, "dlq").inc()
+        log.warning(
+            "dead-lettered %s[%d]@%d: %s", record.topic, record.partition, record.offset, reason
+        )
+
+    async def _on_failure(self, record: Record, exc: BaseException) -> None:
+        await self.dead_letter(
+            record, f"handler failed after retries: {type(exc).__name__}: {exc}", "handler"
+        )
+
+    # ------------------------------------------------------------------ state
+
+    def owned_store(self, topic: Topic, model: type[S]) -> OwnedStore[S]:
+        """State this service alone writes, kept for the partitions it owns."""
+        store = OwnedStore(
+            topic=self.topic(topic), model=model, kafka=self.kafka, write=self._write_raw
+        )
+
+        async def load(partitions: set[int]) -> None:
+            if self.kafka_io:
+                started = time.monotonic()
+                count = await store.load(partitions)
+                log.info(
+                    "%s: loaded %d records of %s for partitions %s in %.0f ms",
+                    self.service,
+                    count,
+                    store.topic,
+                    sorted(partitions),
+                    (time.monotonic() - started) * 1000,
+                )
+
+        async def drop(partitions: set[int]) -> None:
+            store.drop(partitions)
+
+        self.assign_hooks.append(load)
+        self.revoke_hooks.append(drop)
+        return store
+
+    def table_view(self, topic: Topic, model: type[S]) -> TableView[S]:
+        """A read-only copy of state another service writes."""
+        view = TableView(topic=self.topic(topic), model=model, kafka=self.kafka)
+        self.views.append(view)
+        return view
+
+    # ------------------------------------------------------------------ consuming
+
+    def consume(
+        self,
+        router: KafkaRouter,
+        topics: Sequence[Topic],
+        handle: Callable[[Record], Awaitable[Hold | None]],
+        *,
+        title: str | None = None,
+        description: str | None = None,
+    ) -> KeyedDispatcher:
+        """Subscribe the router to ``topics`` with this service's group, dispatching
+        records key-ordered and committing only what is done."""
+        dispatcher = KeyedDispatcher(
+            service=self.service,
+            handle=handle,
+            on_failure=self._on_failure,
+            max_concurrency=self.settings.max_concurrency,
+        )
+        self.dispatchers.append(dispatcher)
+
+        @router.subscriber(
+            *[self.topic(t) for t in topics],
+            group_id=self.group_id,
+            ack_policy=AckPolicy.MANUAL,
+            auto_offset_reset="earliest",
+            fetch_max_wait_ms=self.kafka.fetch_max_wait_ms,
+            max_poll_interval_ms=self.kafka.max_poll_interval_ms,
+            session_timeout_ms=self.kafka.session_timeout_ms,
+            heartbeat_interval_ms=self.kafka.heartbeat_interval_ms,
+            # Range assignment keeps partition N of every topic on the same member:
+            # the one that owns a user's input also owns the user's joins and state.
+            partition_assignment_strategy=(RangePartitionAssignor,),
+            listener=_Rebalance(self, dispatcher),
+            # Decoding is ours (with dead-lettering): FastStream must not parse first.
+            decoder=_raw_body,
+            title=title,
+            description=description,
+        )
+        async def submit(msg: KafkaMessage) -> None:
+            await dispatcher.submit(msg.raw_message, msg.consumer)  # type: ignore[arg-type]
+
+        return dispatcher
+
+    def agent(
+        self,
+        router: KafkaRouter,
+        *,
+        output: Topic,
+        input_topic: Topic = Topic.USER_MESSAGES,
+    ) -> Callable[[Callable[[UserMessage], Awaitable[R]]], Callable[[UserMessage], Awaitable[R]]]:
+        """Register a typed agent handler: a user message in, the agent's result out.
+
+        The runtime decodes (dead-lettering what does not parse), times the call,
+        publishes the result keyed by user and only then lets the offset be committed.
+        """
+        adapter: TypeAdapter[UserMessage] = TypeAdapter(UserMessage)
+        limit = self.settings.max_message_chars * 4 + 16_384
+
+        def register(
+            fn: Callable[[UserMessage], Awaitable[R]],
+        ) -> Callable[[UserMessage], Awaitable[R]]:
+            async def handle(record: Record) -> None:
+                try:
+                    message = decode(record.value, adapter, max_bytes=limit)
+                except DecodeError as exc:
+                    await self.dead_letter(record, exc.reason, exc.error_type)
+                    return None
+                started = time.perf_counter()
+                result = await fn(message)
+                await self.publish(output, result, key=message.user_id)
+                tier = getattr(result, "tier", "deterministic")
+                AGENT_LATENCY.labels(self.service, tier, "ok").observe(
+                    time.perf_counter() - started
+                )
+                MESSAGES.labels(self.service, record.topic, "ok").inc()
+                return None
+
+            self.consume(
+                router,
+                [input_topic],
+                handle,
+                title=f"{self.service}:{input_topic.value}",
+                description=fn.__doc__,
+            )
+            router.publisher(self.topic(output), title=f"{self.service}:{output.value}")
+            return fn
+
+        return register
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def _startup(self) -> None:
+        setup_logging(self.service, self.settings.log_level)
+        if self.kafka_io:
+            await wait_for_broker(self.kafka)
+            await ensure_topics(self.settings, self.kafka)
+            for view in self.views:
+                await view.start()
+        for hook in self.startup_hooks:
+            await hook()
+
+    async def _shutdown(self) -> None:
+        # Finish the work in hand and commit it before the consumers stop; what is
+        # not finished stays uncommitted (never committed-but-lost).
+        await asyncio.gather(*(d.close() for d in self.dispatchers))
+        for hook in self.shutdown_hooks:
+            await hook()
+        for view in self.views:
+            await view.stop()
+
+    def build_app(self, *routers: KafkaRouter, http_app: Any = None) -> CoachbusApp:
+        """The service's app; ``http_app`` (an ASGI app) serves every other HTTP path."""
+        for router in routers:
+            self.broker.include_router(router)
+        return CoachbusApp(
+            self.broker,
+            service=self.service,
+            http_app=http_app,
+            asgi_routes=[
+                ("/metrics", make_asgi_app(REGISTRY)),
+                ("/healthz", make_ping_asgi(self.broker, timeout=5.0)),
+            ],
+            on_startup=[self._startup],
+            on_shutdown=[self._shutdown],
+            specification=AsyncAPI(
+                title=f"coachbus {self.service}",
+                version=__version__,
+                description=f"The {self.service} service of the coachbus pipeline.",
+            ),
+        )
+
+
+class CoachbusApp(AsgiFastStream):
+    """AsgiFastStream serving on the service's own default port unless told otherwise."""
+
+    def __init__(self, *args: Any, service: str, http_app: Any = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.service = service
+        self.http_app = http_app
+
+    async def not_found(self, scope: Any, receive: Any, send: Any) -> None:
+        if self.http_app is not None and scope["type"] == "http":
+            await self.http_app(scope, receive, send)
+            return
+        await super().not_found(scope, receive, send)
+
+    async def run(
+        self, log_level: int = logging.INFO, run_extra_options: dict[str, Any] | None = None
+    ) -> None:
+        options = dict(run_extra_options or {})
+        options.setdefault(
+            "port", int(os.environ.get("COACHBUS_PORT", DEFAULT_PORTS[self.service]))
+        )
+        options.setdefault("host", os.environ.get("COACHBUS_HOST", "127.0.0.1"))
+        await super().run(log_level, options)

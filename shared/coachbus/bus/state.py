@@ -1,0 +1,234 @@
+"""Per-user state kept in compacted topics.
+
+* :class:`OwnedStore` is the single writer's view: it holds the records of the
+  partitions this replica owns, loads a partition from the topic when it is
+  assigned (before any input of that partition is processed) and forgets it when
+  revoked. Writes go to the topic first, then to memory, so memory never holds
+  what the topic does not.
+* :class:`TableView` is a reader's view of a topic another service writes: it
+  tails every partition from the beginning and applies tombstones.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Generic, TypeVar
+
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from pydantic import BaseModel, ValidationError
+
+from coachbus.settings import KafkaSettings
+
+log = logging.getLogger(__name__)
+
+S = TypeVar("S", bound=BaseModel)
+Writer = Callable[[str, bytes, str], Awaitable[None]]  # (topic, value, key)
+
+
+def _key(raw: bytes | None) -> str | None:
+    return raw.decode("utf-8", "replace") if raw is not None else None
+
+
+class OwnedStore(Generic[S]):
+    def __init__(
+        self,
+        *,
+        topic: str,
+        model: type[S],
+        kafka: KafkaSettings | None,
+        write: Writer,
+    ) -> None:
+        self.topic = topic
+        self.model = model
+        self._kafka = kafka
+        self._write = write
+        self._records: dict[str, S] = {}
+        self._owner: dict[str, int] = {}
+
+    def get(self, user_id: str) -> S | None:
+        record = self._records.get(user_id)
+        return record.model_copy(deep=True) if record is not None else None
+
+    async def put(self, user_id: str, record: S) -> None:
+        await self._write(self.topic, record.model_dump_json().encode(), user_id)
+        self._records[user_id] = record
+
+    def forget(self, user_id: str) -> None:
+        self._records.pop(user_id, None)
+        self._owner.pop(user_id, None)
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    async def load(self, partitions: Iterable[int]) -> int:
+        """Read the given partitions of the topic up to their current end."""
+        wanted = sorted(set(partitions))
+        if not wanted or self._kafka is None:
+            return 0
+        loaded = await read_partitions(self._kafka, self.topic, wanted, self.model)
+        for user_id, (partition, record) in loaded.items():
+            if record is None:
+                self._records.pop(user_id, None)
+            else:
+                self._records[user_id] = record
+                self._owner[user_id] = partition
+        return len(loaded)
+
+    def drop(self, partitions: Iterable[int]) -> None:
+        gone = set(partitions)
+        for user_id in [u for u, p in self._owner.items() if p in gone]:
+            self.forget(user_id)
+
+
+async def read_partitions(
+    kafka: KafkaSettings, topic: str, partitions: list[int], model: type[S]
+) -> dict[str, tuple[int, S | None]]:
+    """Replay partitions from the beginning to their end offsets; the last record per key wins."""
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=kafka.servers,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        fetch_max_wait_ms=kafka.fetch_max_wait_ms,
+        **kafka.client_kwargs(),
+    )
+    await consumer.start()
+    try:
+        tps = [TopicPartition(topic, p) for p in partitions]
+        consumer.assign(tps)
+        await consumer.seek_to_beginning(*tps)
+        ends = await consumer.end_offsets(tps)
+        remaining = {tp for tp in tps if ends[tp] > await consumer.position(tp)}
+        out: dict[str, tuple[int, S | None]] = {}
+        while remaining:
+            batch = await consumer.getmany(*remaining, timeout_ms=1000)
+            for tp, records in batch.items():
+                for rec in records:
+                    key = _key(rec.key)
+                    if key is None:
+                        continue
+                    out[key] = (tp.partition, _parse(model, rec.value, topic))
+                if await consumer.position(tp) >= ends[tp]:
+                    remaining.discard(tp)
+        return out
+    finally:
+        await consumer.stop()
+
+
+def _parse(model: type[S], value: bytes | None, topic: str) -> S | None:
+    if not value:  # a tombstone (None) or FastStream's encoding of None (b"")
+        return None
+    try:
+        return model.model_validate_json(value)
+    except ValidationError as exc:
+        # A state record we cannot read is treated as absent rather than crashing
+        # the owner; the next write replaces it.
+        log.error("unreadable record in %s skipped: %s", topic, exc.errors()[:2])
+        return None
+
+
+class TableView(Generic[S]):
+    """A continuously updated read-only copy of a compacted topic (all partitions)."""
+
+    def __init__(self, *, topic: str, model: type[S], kafka: KafkaSettings | None) -> None:
+        self.topic = topic
+        self.model = model
+        self._kafka = kafka
+        self._records: dict[str, S] = {}
+        self._task: asyncio.Task[None] | None = None
+        self._consumer: AIOKafkaConsumer | None = None
+        self.caught_up = asyncio.Event()
+
+    def get(self, user_id: str) -> S | None:
+        return self._records.get(user_id)
+
+    def apply(self, user_id: str, record: S | None) -> None:
+        if record is None:
+            self._records.pop(user_id, None)
+        else:
+            self._records[user_id] = record
+
+    async def start(self) -> None:
+        if self._kafka is None:
+            self.caught_up.set()
+            return
+        kafka = self._kafka
+        self._consumer = consumer = AIOKafkaConsumer(
+            bootstrap_servers=kafka.servers,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            fetch_max_wait_ms=kafka.fetch_max_wait_ms,
+            **kafka.client_kwargs(),
+        )
+        await consumer.start()
+        parts = consumer.partitions_for_topic(self.topic)
+        if not parts:
+            await consumer._client.force_metadata_update()
+            parts = consumer.partitions_for_topic(self.topic) or set()
+        tps = [TopicPartition(self.topic, p) for p in sorted(parts)]
+        consumer.assign(tps)
+        await consumer.seek_to_beginning(*tps)
+        ends = await consumer.end_offsets(tps)
+        self._task = asyncio.create_task(self._tail(consumer, ends), name=f"view-{self.topic}")
+
+    async def _tail(self, consumer: AIOKafkaConsumer, ends: dict[TopicPartition, int]) -> None:
+        behind = {tp for tp, end in ends.items() if end > 0}
+        if not behind:
+            self.caught_up.set()
+        while True:
+            batch = await consumer.getmany(timeout_ms=500)
+            for tp, records in batch.items():
+                for rec in records:
+                    key = _key(rec.key)
+                    if key is not None:
+                        self.apply(key, _parse(self.model, rec.value, self.topic))
+                if tp in behind and await consumer.position(tp) >= ends[tp]:
+                    behind.discard(tp)
+            if not behind and not self.caught_up.is_set():
+                self.caught_up.set()
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        if self._consumer is not None:
+            await self._consumer.stop()
+
+
+async def read_tail(
+    kafka: KafkaSettings, topic: str, partitions: list[int], lookback: int
+) -> list[tuple[int, bytes | None, bytes | None]]:
+    """The last ``lookback`` records of each partition, as (partition, key, value)."""
+    if not partitions:
+        return []
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=kafka.servers,
+        enable_auto_commit=False,
+        fetch_max_wait_ms=kafka.fetch_max_wait_ms,
+        **kafka.client_kwargs(),
+    )
+    await consumer.start()
+    try:
+        tps = [TopicPartition(topic, p) for p in partitions]
+        consumer.assign(tps)
+        begins = await consumer.beginning_offsets(tps)
+        ends = await consumer.end_offsets(tps)
+        remaining = set()
+        for tp in tps:
+            start = max(begins[tp], ends[tp] - lookback)
+            consumer.seek(tp, start)
+            if ends[tp] > start:
+                remaining.add(tp)
+        out: list[tuple[int, bytes | None, bytes | None]] = []
+        while remaining:
+            batch = await consumer.getmany(*remaining, timeout_ms=1000)
+            for tp, records in batch.items():
+                out.extend((tp.partition, r.key, r.value) for r in records)
+                if await consumer.position(tp) >= ends[tp]:
+                    remaining.discard(tp)
+        return out
+    finally:
+        await consumer.stop()

@@ -1,0 +1,100 @@
+"""The ``coachbus`` command: run the pipeline, manage topics, serve the LLM simulator."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+from pathlib import Path
+
+
+def _run(args: argparse.Namespace) -> int:
+    from coachbus.embedded.stack import Stack, StackConfig
+    from coachbus.logs import setup_logging
+
+    setup_logging("coachbus", "INFO")
+    log = logging.getLogger("coachbus.run")
+    config = StackConfig(
+        broker_port=args.broker_port,
+        gateway_port=args.port,
+        log_dir=Path(args.log_dir),
+    )
+
+    async def main() -> None:
+        stack = Stack(config)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await stack.start()
+        where = "embedded broker" if stack.broker else stack.env["KAFKA_BOOTSTRAP_SERVERS"]
+        print(f"\ncoachbus is running on {where}")
+        print(f"  gateway:  {stack.gateway_url}")
+        if stack.api_key:
+            print(f"  API key:  {stack.api_key}   (user 'dev'; set COACHBUS_API_KEYS to choose)")
+        print(f"  logs:     {config.log_dir}/")
+        print(
+            "  try:     curl -s -X POST -H 'Authorization: Bearer <key>' "
+            f'-d \'{{"text":"I keep putting off my thesis"}}\' '
+            f"{stack.gateway_url}/v1/sessions/s1/messages"
+        )
+        print("Ctrl-C stops everything.\n", flush=True)
+        await stop.wait()
+        log.info("stopping: services first, then the broker")
+        await stack.stop()
+
+    asyncio.run(main())
+    return 0
+
+
+def _topics(args: argparse.Namespace) -> int:
+    from coachbus.bus.admin import ensure_topics, wait_for_broker
+    from coachbus.settings import CoachbusSettings, KafkaSettings
+
+    settings, kafka = CoachbusSettings(), KafkaSettings()
+
+    async def main() -> None:
+        await wait_for_broker(kafka, timeout_s=args.wait)
+        created = await ensure_topics(settings, kafka)
+        print(f"topics ready ({len(created)} created)")
+
+    asyncio.run(main())
+    return 0
+
+
+def _llm_sim(argv: list[str]) -> int:
+    from coachbus.llm import sim
+
+    return int(sim.main(argv) or 0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["llm-sim"]:
+        # The simulator owns its flags; hand them over untouched.
+        return _llm_sim(argv[1:])
+    parser = argparse.ArgumentParser(prog="coachbus", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run the whole pipeline (embedded broker by default)")
+    run.add_argument("--port", type=int, default=8000, help="gateway port")
+    run.add_argument("--broker-port", type=int, default=9092, help="embedded broker port")
+    run.add_argument("--log-dir", default=".coachbus/logs", help="one log file per service")
+    run.add_argument("--llm", choices=["none", "sim", "local"], default="none")
+    run.set_defaults(fn=_run)
+    topics = sub.add_parser("topics", help="topic administration")
+    topics_sub = topics.add_subparsers(dest="action", required=True)
+    create = topics_sub.add_parser("create", help="create missing topics (idempotent)")
+    create.add_argument("--wait", type=float, default=60.0, help="seconds to wait for the broker")
+    create.set_defaults(fn=_topics)
+    sub.add_parser("llm-sim", help="OpenAI-compatible LLM simulator (see --help after it)")
+    args = parser.parse_args(argv)
+    with contextlib.suppress(KeyboardInterrupt):
+        return int(args.fn(args))
+    return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,205 @@
+"""Versioned event schemas for every topic. JSON on the wire.
+
+Every event carries ``schema_version``, ``turn_id``, ``session_id``, ``user_id`` and
+``created_at``. Consumers refuse a ``schema_version`` they do not know (the message
+is dead-lettered with the reason) instead of guessing.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
+
+from coachbus.contracts.payloads import (
+    CoachPayload,
+    Language,
+    PersonaPayload,
+    PlasticityPayload,
+    ShadowPayload,
+    StabilityPayload,
+)
+
+SCHEMA_VERSION = 1
+
+AgentName = Literal["shadow", "persona", "plasticity", "stability", "coach"]
+AGENTS: tuple[AgentName, ...] = ("shadow", "persona", "plasticity", "stability", "coach")
+Tier = Literal["deterministic", "small", "strong", "human"]
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def new_turn_id() -> str:
+    return uuid.uuid4().hex
+
+
+class Event(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    turn_id: str = Field(min_length=1, max_length=128)
+    session_id: str = Field(min_length=1, max_length=128)
+    user_id: str = Field(min_length=1, max_length=128)
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class TurnBudget(BaseModel):
+    """What a turn may spend on LLM calls, fixed when the turn is accepted.
+
+    It travels inside the message, so a redelivered message brings the same
+    absolute deadline and cannot refill the budget.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_tokens: int = Field(ge=0)
+    deadline_at: datetime
+
+
+class UserMessage(Event):
+    text: str = Field(min_length=1)
+    language_hint: Language | None = None
+    deadline_at: datetime = Field(description="Synth answers degraded if agents miss this")
+    budget: TurnBudget
+
+    @classmethod
+    def create(
+        cls,
+        *,
+        user_id: str,
+        session_id: str,
+        text: str,
+        deadline_ms: int,
+        max_tokens: int,
+        wall_clock_ms: int,
+        turn_id: str | None = None,
+    ) -> UserMessage:
+        now = utcnow()
+        return cls(
+            turn_id=turn_id or new_turn_id(),
+            session_id=session_id,
+            user_id=user_id,
+            created_at=now,
+            text=text,
+            deadline_at=now + timedelta(milliseconds=deadline_ms),
+            budget=TurnBudget(
+                max_tokens=max_tokens, deadline_at=now + timedelta(milliseconds=wall_clock_ms)
+            ),
+        )
+
+
+class Usage(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    prompt_tokens: int = Field(default=0, ge=0)
+    completion_tokens: int = Field(default=0, ge=0)
+    llm_calls: int = Field(default=0, ge=0)
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            llm_calls=self.llm_calls + other.llm_calls,
+        )
+
+
+class _AgentResult(Event):
+    tier: Tier
+    usage: Usage = Field(default_factory=Usage)
+    latency_ms: float = Field(ge=0)
+    # Set when an LLM loop stopped without success and the deterministic tier answered.
+    fallback_reason: str | None = None
+
+
+class ShadowResult(_AgentResult):
+    agent: Literal["shadow"] = "shadow"
+    payload: ShadowPayload
+
+
+class PersonaResult(_AgentResult):
+    agent: Literal["persona"] = "persona"
+    payload: PersonaPayload
+
+
+class PlasticityResult(_AgentResult):
+    agent: Literal["plasticity"] = "plasticity"
+    payload: PlasticityPayload
+
+
+class StabilityResult(_AgentResult):
+    agent: Literal["stability"] = "stability"
+    payload: StabilityPayload
+
+
+class CoachResult(_AgentResult):
+    agent: Literal["coach"] = "coach"
+    payload: CoachPayload
+
+
+AgentResult = Annotated[
+    ShadowResult | PersonaResult | PlasticityResult | StabilityResult | CoachResult,
+    Field(discriminator="agent"),
+]
+AgentResultAdapter: TypeAdapter[AgentResult] = TypeAdapter(AgentResult)
+
+
+class Conflict(BaseModel):
+    """A disagreement between agents and how Synth resolved it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    topic: str
+    winner: AgentName
+    overruled: AgentName
+    rule: str
+    detail: str
+
+
+class Reply(Event):
+    kind: Literal["coach", "final", "human"]
+    text: str
+    degraded: bool = False
+    missing_agents: list[AgentName] = Field(default_factory=list)
+    conflicts: list[Conflict] = Field(default_factory=list)
+    tier: Tier = "deterministic"
+    language: Language = "en"
+    usage: Usage = Field(default_factory=Usage)
+
+    @model_validator(mode="after")
+    def _degraded_names_missing(self) -> Reply:
+        if self.missing_agents and not self.degraded:
+            raise ValueError("a reply with missing agents must be marked degraded")
+        return self
+
+
+class HumanReviewRequest(Event):
+    decision: str = Field(description="the decision kind that escalated, e.g. risk_screen")
+    reason: str
+    severity: Literal["low", "moderate", "high", "critical"]
+    excerpt: str = Field(description="the user's message, for the reviewer")
+
+
+class DeadLetter(BaseModel):
+    """A message a consumer could not handle, with the reason and the original bytes.
+
+    Not an :class:`Event`: the original may not even parse, so ids are best-effort.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    created_at: datetime = Field(default_factory=utcnow)
+    service: str
+    source_topic: str
+    partition: int
+    offset: int
+    key: str | None
+    reason: str
+    error_type: str
+    original_b64: str
+    turn_id: str | None = None
+    user_id: str | None = None

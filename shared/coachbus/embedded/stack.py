@@ -1,0 +1,108 @@
+"""The whole pipeline on one machine: broker (embedded unless one is configured),
+topics, and the seven services under the supervisor."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from coachbus.bus.admin import ensure_topics, wait_for_broker
+from coachbus.embedded.broker import EmbeddedBroker, free_port
+from coachbus.embedded.supervisor import SERVICES, ServiceSpec, Supervisor
+from coachbus.settings import CoachbusSettings, KafkaSettings, generate_dev_key
+
+
+@dataclass
+class StackConfig:
+    bootstrap: str | None = None  # None: start the embedded broker
+    broker_port: int = 9092
+    gateway_port: int = 8000
+    service_ports: dict[str, int] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+    log_dir: Path | None = None
+    services: tuple[str, ...] = SERVICES
+    restart: bool = True
+
+    @classmethod
+    def ephemeral(cls, **kwargs: object) -> StackConfig:
+        """Free ports everywhere: for tests and benchmarks beside a running stack."""
+        ports = {name: free_port() for name in SERVICES}
+        return cls(
+            broker_port=free_port(),
+            gateway_port=ports["gateway"],
+            service_ports=ports,
+            **kwargs,  # type: ignore[arg-type]
+        )
+
+
+class Stack:
+    def __init__(self, config: StackConfig) -> None:
+        self.config = config
+        self.broker: EmbeddedBroker | None = None
+        self.supervisor: Supervisor | None = None
+        self.api_key: str | None = None
+        self.env: dict[str, str] = {}
+
+    @property
+    def gateway_url(self) -> str:
+        return f"http://127.0.0.1:{self.config.gateway_port}"
+
+    async def start(self) -> None:
+        cfg = self.config
+        env = dict(cfg.env)
+        bootstrap = cfg.bootstrap or env.get("KAFKA_BOOTSTRAP_SERVERS")
+        if not bootstrap:
+            log_file = cfg.log_dir / "broker.log" if cfg.log_dir else None
+            if cfg.log_dir:
+                cfg.log_dir.mkdir(parents=True, exist_ok=True)
+            self.broker = EmbeddedBroker(port=cfg.broker_port, log_file=log_file)
+            await asyncio.to_thread(self.broker.start)
+            bootstrap = self.broker.bootstrap
+        env["KAFKA_BOOTSTRAP_SERVERS"] = bootstrap
+        if not (env.get("COACHBUS_API_KEYS") or os.environ.get("COACHBUS_API_KEYS")):
+            self.api_key = generate_dev_key()
+            env["COACHBUS_API_KEYS"] = f"dev:{self.api_key}"
+        self.env = env
+        merged = {**os.environ, **env}
+        settings = CoachbusSettings(_env_file=None, **_coachbus_from(merged))  # type: ignore[call-arg]
+        kafka = KafkaSettings(bootstrap_servers=bootstrap)
+        await wait_for_broker(kafka)
+        await ensure_topics(settings, kafka)
+        specs = []
+        for name in cfg.services:
+            port = cfg.gateway_port if name == "gateway" else cfg.service_ports.get(name)
+            if port is None:
+                from coachbus.bus.service import DEFAULT_PORTS
+
+                port = DEFAULT_PORTS[name]
+            specs.append(ServiceSpec(name=name, port=port))
+        self.supervisor = Supervisor(specs, env=env, log_dir=cfg.log_dir, restart=cfg.restart)
+        await self.supervisor.start()
+        try:
+            await self.supervisor.wait_healthy(timeout_s=90)
+        except BaseException:
+            await self.stop()
+            raise
+
+    async def stop(self) -> None:
+        if self.supervisor is not None:
+            await self.supervisor.stop()
+            self.supervisor = None
+        if self.broker is not None:
+            await asyncio.to_thread(self.broker.stop)
+            self.broker = None
+
+
+def _coachbus_from(env: dict[str, str]) -> dict[str, str]:
+    """Settings values given as COACHBUS_* variables, as keyword arguments."""
+    prefix = "COACHBUS_"
+    fields = CoachbusSettings.model_fields
+    out = {}
+    for key, value in env.items():
+        if key.startswith(prefix) and value:
+            name = key[len(prefix) :].lower()
+            if name in fields:
+                out[name] = value
+    return out

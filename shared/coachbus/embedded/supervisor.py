@@ -1,0 +1,163 @@
+"""A small process supervisor: one OS process per service, restarted when it crashes.
+
+Used by ``coachbus run`` (and so ``make run``) and by the tests that kill services
+mid-turn. Each child is ``python -m faststream run services.<name>.main:app``, so
+its command line names the service.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+log = logging.getLogger(__name__)
+
+SERVICES = ("shadow", "persona", "plasticity", "stability", "coach", "synth", "gateway")
+
+
+@dataclass
+class ServiceSpec:
+    name: str
+    port: int
+    env: dict[str, str] = field(default_factory=dict)
+    module: str | None = None
+
+    def argv(self) -> list[str]:
+        target = self.module or f"services.{self.name}.main:app"
+        return [
+            sys.executable,
+            "-m",
+            "faststream",
+            "run",
+            target,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+        ]
+
+
+@dataclass
+class _Child:
+    spec: ServiceSpec
+    proc: asyncio.subprocess.Process | None = None
+    restarts: int = 0
+    started_at: float = 0.0
+    stopping: bool = False
+
+
+class Supervisor:
+    def __init__(
+        self,
+        specs: list[ServiceSpec],
+        *,
+        env: dict[str, str] | None = None,
+        log_dir: Path | None = None,
+        restart: bool = True,
+        max_backoff_s: float = 10.0,
+    ) -> None:
+        self._children = {s.name: _Child(s) for s in specs}
+        self._env = {**os.environ, **(env or {})}
+        self._log_dir = log_dir
+        self._restart = restart
+        self._max_backoff_s = max_backoff_s
+        self._watchers: list[asyncio.Task[None]] = []
+        self._closing = False
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._children)
+
+    def restarts(self, name: str) -> int:
+        return self._children[name].restarts
+
+    def pid(self, name: str) -> int | None:
+        proc = self._children[name].proc
+        return proc.pid if proc is not None and proc.returncode is None else None
+
+    async def start(self) -> None:
+        for child in self._children.values():
+            await self._spawn(child)
+            self._watchers.append(asyncio.create_task(self._watch(child)))
+
+    async def _spawn(self, child: _Child) -> None:
+        out: int | object = asyncio.subprocess.DEVNULL
+        if self._log_dir is not None:
+            self._log_dir.mkdir(parents=True, exist_ok=True)
+            # Opening a local log file is instant; no need for a thread.
+            out = open(self._log_dir / f"{child.spec.name}.log", "ab")  # noqa: SIM115, ASYNC230
+        child.proc = await asyncio.create_subprocess_exec(
+            *child.spec.argv(),
+            env={**self._env, **child.spec.env},
+            stdout=out,  # type: ignore[arg-type]
+            stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,
+        )
+        child.started_at = time.monotonic()
+
+    async def _watch(self, child: _Child) -> None:
+        backoff = 0.5
+        while True:
+            assert child.proc is not None
+            code = await child.proc.wait()
+            if self._closing or child.stopping or not self._restart:
+                return
+            # A crash loop backs off; a service that ran a while restarts at once.
+            if time.monotonic() - child.started_at > 30:
+                backoff = 0.5
+            log.warning("%s exited with %s; restarting in %.1fs", child.spec.name, code, backoff)
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, self._max_backoff_s)
+            if self._closing:
+                return
+            child.restarts += 1
+            await self._spawn(child)
+
+    def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
+        """Send a signal (kill -9 by default); the watcher restarts the service."""
+        proc = self._children[name].proc
+        if proc is not None and proc.returncode is None:
+            proc.send_signal(sig)
+
+    async def wait_healthy(self, name: str | None = None, timeout_s: float = 60.0) -> None:
+        names = [name] if name else self.names
+        deadline = time.monotonic() + timeout_s
+        async with httpx.AsyncClient(timeout=2.0) as client:
+            for n in names:
+                url = f"http://127.0.0.1:{self._children[n].spec.port}/healthz"
+                while True:
+                    with contextlib.suppress(httpx.HTTPError):
+                        if (await client.get(url)).status_code < 300:
+                            break
+                    if time.monotonic() > deadline:
+                        raise TimeoutError(f"{n} not healthy after {timeout_s}s")
+                    await asyncio.sleep(0.1)
+
+    async def stop(self, timeout_s: float = 20.0) -> None:
+        """SIGTERM everyone (services finish their work in hand), SIGKILL stragglers."""
+        self._closing = True
+        procs = [c.proc for c in self._children.values() if c.proc and c.proc.returncode is None]
+        for proc in procs:
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGTERM)
+        if procs:
+            _done, _pending = await asyncio.wait(
+                [asyncio.create_task(p.wait()) for p in procs], timeout=timeout_s
+            )
+            for proc in procs:
+                if proc.returncode is None:
+                    with contextlib.suppress(ProcessLookupError):
+                        proc.kill()
+                    await proc.wait()
+        for task in self._watchers:
+            task.cancel()
+        await asyncio.gather(*self._watchers, return_exceptions=True)

@@ -1,0 +1,184 @@
+"""Settings shared by every service, read from the environment.
+
+Each group has its own env prefix so that a deployment can set exactly what a
+service needs. Secrets are ``SecretStr`` so they never end up in a log line or a
+repr by accident.
+"""
+
+from __future__ import annotations
+
+import secrets
+from functools import lru_cache
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+_PLACEHOLDERS = {"changeme", "changethis", "secret", "password", ""}
+
+
+class KafkaSettings(BaseSettings):
+    """How to reach the broker. Unset bootstrap servers mean: use the embedded one."""
+
+    model_config = SettingsConfigDict(env_prefix="KAFKA_", env_ignore_empty=True, extra="ignore")
+
+    bootstrap_servers: str | None = None
+    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
+    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = None
+    sasl_username: str | None = None
+    sasl_password: SecretStr | None = None
+    ssl_cafile: str | None = None
+    ssl_certfile: str | None = None
+    ssl_keyfile: str | None = None
+    # A low fetch wait is what makes a hop cost milliseconds instead of a
+    # quarter of a second on brokers that honour it literally.
+    fetch_max_wait_ms: int = Field(default=5, ge=0, le=10_000)
+    # LLM calls are long: the poll loop never waits for them (see bus.dispatch),
+    # but keep generous head-room for a stalled event loop anyway.
+    max_poll_interval_ms: int = Field(default=600_000, ge=10_000)
+    session_timeout_ms: int = Field(default=10_000, ge=1_000)
+    heartbeat_interval_ms: int = Field(default=1_000, ge=100)
+
+    @property
+    def servers(self) -> str:
+        return self.bootstrap_servers or "127.0.0.1:9092"
+
+    def client_kwargs(self) -> dict[str, object]:
+        """Keyword arguments understood by aiokafka clients and FastStream's broker."""
+        kwargs: dict[str, object] = {"security_protocol": self.security_protocol}
+        if self.sasl_mechanism:
+            kwargs["sasl_mechanism"] = self.sasl_mechanism
+            kwargs["sasl_plain_username"] = self.sasl_username
+            kwargs["sasl_plain_password"] = (
+                self.sasl_password.get_secret_value() if self.sasl_password else None
+            )
+        if self.security_protocol in {"SSL", "SASL_SSL"}:
+            import ssl
+
+            ctx = ssl.create_default_context(cafile=self.ssl_cafile)
+            if self.ssl_certfile:
+                ctx.load_cert_chain(self.ssl_certfile, self.ssl_keyfile)
+            kwargs["ssl_context"] = ctx
+        return kwargs
+
+
+class ApiKey(BaseModel):
+    """One entry of ``COACHBUS_API_KEYS``: ``user_id:key`` or ``user_id:key:reviewer``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    user_id: str
+    key: SecretStr
+    reviewer: bool = False
+
+
+class CoachbusSettings(BaseSettings):
+    """Pipeline-wide settings (env prefix ``COACHBUS_``)."""
+
+    model_config = SettingsConfigDict(env_prefix="COACHBUS_", env_ignore_empty=True, extra="ignore")
+
+    environment: Literal["local", "staging", "production"] = "local"
+    topic_prefix: str = Field(default="coachbus.", pattern=r"^[A-Za-z0-9._-]*$")
+    partitions: int = Field(default=6, ge=1, le=1024)
+    replication_factor: int = Field(default=1, ge=1)
+    gateway_port: int = Field(default=8000, ge=1, le=65535)
+    gateway_host: str = "127.0.0.1"
+    api_keys: Annotated[list[ApiKey], NoDecode] = Field(default_factory=list)
+    max_message_chars: int = Field(default=8_000, ge=1)
+    # Synth gives up waiting for missing agents after this long and answers degraded.
+    turn_deadline_ms: int = Field(default=20_000, ge=100)
+    # Key-ordered concurrency: how many turns of different users one replica runs at once.
+    max_concurrency: int = Field(default=64, ge=1, le=10_000)
+    # Synth answers once these agents have reported (or the deadline passes).
+    synth_required_agents: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: ["shadow", "persona", "plasticity", "stability", "coach"]
+    )
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    # Per-turn LLM budget carried in the user message, so a redelivery cannot refill it.
+    turn_token_budget: int = Field(default=24_000, ge=0)
+    turn_wall_clock_ms: int = Field(default=60_000, ge=100)
+
+    llm_base_url: str | None = None
+    llm_api_key: SecretStr = SecretStr("")
+    llm_small_model: str = "Qwen/Qwen3-30B-A3B"
+    llm_strong_model: str = "Qwen/Qwen3-235B-A22B"
+
+    @field_validator("api_keys", mode="before")
+    @classmethod
+    def _parse_api_keys(cls, value: object) -> object:
+        if not isinstance(value, str):
+            return value
+        keys: list[dict[str, object]] = []
+        for raw in value.split(","):
+            entry = raw.strip()
+            if not entry:
+                continue
+            parts = entry.split(":")
+            if len(parts) not in (2, 3) or not parts[0] or not parts[1]:
+                raise ValueError(
+                    "COACHBUS_API_KEYS entries must be 'user_id:key' or 'user_id:key:reviewer'"
+                )
+            if len(parts) == 3 and parts[2] != "reviewer":
+                raise ValueError(f"unknown role {parts[2]!r} (only 'reviewer' is known)")
+            keys.append({"user_id": parts[0], "key": parts[1], "reviewer": len(parts) == 3})
+        return keys
+
+    @field_validator("synth_required_agents", mode="before")
+    @classmethod
+    def _parse_agents(cls, value: object) -> object:
+        if isinstance(value, str):
+            value = [v.strip() for v in value.split(",") if v.strip()]
+        known = {"shadow", "persona", "plasticity", "stability", "coach"}
+        if isinstance(value, list) and not set(value) <= known:
+            raise ValueError(f"unknown agents {sorted(set(value) - known)}; known: {sorted(known)}")
+        return value
+
+    @model_validator(mode="after")
+    def _refuse_placeholders(self) -> CoachbusSettings:
+        if self.environment == "local":
+            return self
+        for entry in self.api_keys:
+            if entry.key.get_secret_value().lower() in _PLACEHOLDERS:
+                raise ValueError(
+                    f"API key of {entry.user_id!r} is a placeholder; "
+                    f"refusing to start in {self.environment}"
+                )
+        return self
+
+    def topic(self, name: str) -> str:
+        return f"{self.topic_prefix}{name}"
+
+
+def generate_dev_key() -> str:
+    return "cb-dev-" + secrets.token_urlsafe(18)
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> CoachbusSettings:
+    return CoachbusSettings()
+
+
+@lru_cache(maxsize=1)
+def get_kafka_settings() -> KafkaSettings:
+    return KafkaSettings()
+
+
+def faststream_security(kafka: KafkaSettings) -> object | None:
+    """The same connection settings, in the shape FastStream's broker takes."""
+    from faststream.security import BaseSecurity, SASLPlaintext, SASLScram256, SASLScram512
+
+    kwargs = kafka.client_kwargs()
+    ssl_context = kwargs.get("ssl_context")
+    use_ssl = kafka.security_protocol in {"SSL", "SASL_SSL"}
+    if kafka.sasl_mechanism is None:
+        return BaseSecurity(ssl_context=ssl_context, use_ssl=use_ssl) if use_ssl else None  # type: ignore[arg-type]
+    cls = {"PLAIN": SASLPlaintext, "SCRAM-SHA-256": SASLScram256, "SCRAM-SHA-512": SASLScram512}[
+        kafka.sasl_mechanism
+    ]
+    password = kafka.sasl_password.get_secret_value() if kafka.sasl_password else ""
+    return cls(
+        username=kafka.sasl_username or "",
+        password=password,
+        ssl_context=ssl_context,  # type: ignore[arg-type]
+        use_ssl=use_ssl,
+    )
