@@ -21,6 +21,7 @@ def _run(args: argparse.Namespace) -> int:
         broker_port=args.broker_port,
         gateway_port=args.port,
         log_dir=Path(args.log_dir),
+        snapshot=None if args.no_snapshot else Path(args.snapshot),
     )
 
     async def main() -> None:
@@ -65,6 +66,21 @@ def _topics(args: argparse.Namespace) -> int:
     return 0
 
 
+def _snapshot(args: argparse.Namespace) -> int:
+    from coachbus.embedded.snapshot import export_snapshot, import_snapshot
+    from coachbus.settings import CoachbusSettings, KafkaSettings
+
+    settings, kafka = CoachbusSettings(), KafkaSettings()
+    path = Path(args.file)
+    if args.command == "export":
+        count = asyncio.run(export_snapshot(settings, kafka, path))
+        print(f"exported {count} state records to {path}")
+    else:
+        count = asyncio.run(import_snapshot(settings, kafka, path))
+        print(f"imported {count} state records from {path}")
+    return 0
+
+
 def _llm_sim(argv: list[str]) -> int:
     from coachbus.llm import sim
 
@@ -76,6 +92,10 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["llm-sim"]:
         # The simulator owns its flags; hand them over untouched.
         return _llm_sim(argv[1:])
+    if argv[:1] == ["chat"]:
+        from coachbus.chat import main as chat
+
+        return chat(argv[1:])
     parser = argparse.ArgumentParser(prog="coachbus", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run the whole pipeline (embedded broker by default)")
@@ -83,12 +103,25 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--broker-port", type=int, default=9092, help="embedded broker port")
     run.add_argument("--log-dir", default=".coachbus/logs", help="one log file per service")
     run.add_argument("--llm", choices=["none", "sim", "local"], default="none")
+    run.add_argument(
+        "--snapshot",
+        default=".coachbus/state.jsonl",
+        help="embedded broker only: state restored on start and saved on stop",
+    )
+    run.add_argument("--no-snapshot", action="store_true", help="start empty, save nothing")
     run.set_defaults(fn=_run)
     topics = sub.add_parser("topics", help="topic administration")
     topics_sub = topics.add_subparsers(dest="action", required=True)
     create = topics_sub.add_parser("create", help="create missing topics (idempotent)")
     create.add_argument("--wait", type=float, default=60.0, help="seconds to wait for the broker")
     create.set_defaults(fn=_topics)
+    export = sub.add_parser("export", help="write the compacted state topics to a file")
+    export.add_argument("file")
+    export.set_defaults(fn=_snapshot)
+    imp = sub.add_parser("import", help="load a state file written by 'coachbus export'")
+    imp.add_argument("file")
+    imp.set_defaults(fn=_snapshot)
+    sub.add_parser("chat", help="chat with a running gateway (see --help after it)")
     sub.add_parser("llm-sim", help="OpenAI-compatible LLM simulator (see --help after it)")
     args = parser.parse_args(argv)
     with contextlib.suppress(KeyboardInterrupt):

@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import logging
 import os
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
-from aiokafka import TopicPartition
+from aiokafka import AIOKafkaProducer, TopicPartition
 from aiokafka.abc import ConsumerRebalanceListener
 from aiokafka.coordinator.assignors.range import RangePartitionAssignor
 from faststream.asgi import AsgiFastStream, make_ping_asgi
@@ -34,8 +36,15 @@ from coachbus import __version__
 from coachbus.bus.admin import ensure_topics, wait_for_broker
 from coachbus.bus.codec import JSON_HEADERS, DecodeError, decode, encode
 from coachbus.bus.dispatch import Hold, KeyedDispatcher, Record
-from coachbus.bus.state import OwnedStore, TableView
-from coachbus.contracts import DeadLetter, Event, UserMessage
+from coachbus.bus.state import OwnedStore, TableView, read_tail
+from coachbus.contracts import (
+    DeadLetter,
+    EraseRequest,
+    Event,
+    SessionEnd,
+    UserInputAdapter,
+    UserMessage,
+)
 from coachbus.logs import setup_logging
 from coachbus.metrics import AGENT_LATENCY, DLQ_MESSAGES, MESSAGES, REGISTRY
 from coachbus.settings import (
@@ -85,6 +94,37 @@ class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]
             await hook(numbers)
 
 
+ANSWERED_LOOKBACK = 5_000
+
+
+class AnsweredTurns:
+    """A bounded set of turn ids this agent has published a result for."""
+
+    def __init__(self, capacity: int = 50_000) -> None:
+        self._ids: OrderedDict[str, None] = OrderedDict()
+        self._capacity = capacity
+
+    def __contains__(self, turn_id: object) -> bool:
+        return turn_id in self._ids
+
+    def add(self, turn_id: str) -> None:
+        self._ids[turn_id] = None
+        self._ids.move_to_end(turn_id)
+        while len(self._ids) > self._capacity:
+            self._ids.popitem(last=False)
+
+    def learn(self, values: Iterable[bytes | None]) -> None:
+        for value in values:
+            if not value:
+                continue
+            try:
+                turn_id = json.loads(value).get("turn_id")
+            except (ValueError, AttributeError):
+                continue
+            if isinstance(turn_id, str):
+                self.add(turn_id)
+
+
 async def _raw_body(message: Any) -> Any:
     return message.body
 
@@ -113,6 +153,10 @@ class AgentRuntime:
         self.assign_hooks: list[PartitionHook] = []
         self.revoke_hooks: list[PartitionHook] = []
         self.views: list[TableView[Any]] = []
+        self.stores: list[OwnedStore[Any]] = []
+        self.erase_hooks: list[Callable[[str], Awaitable[None]]] = []
+        self.session_end_hooks: list[Callable[[SessionEnd], Awaitable[None]]] = []
+        self._producer: AIOKafkaProducer | None = None
         self.startup_hooks: list[Callable[[], Awaitable[None]]] = []
         self.shutdown_hooks: list[Callable[[], Awaitable[None]]] = []
         # Tests without a broker (FastStream's TestKafkaBroker) switch this off.
@@ -130,8 +174,27 @@ class AgentRuntime:
         name = self.topic(topic) if isinstance(topic, Topic) else topic
         await self.broker.publish(encode(event), name, key=key.encode(), headers=JSON_HEADERS)
 
-    async def _write_raw(self, topic: str, value: bytes, key: str) -> None:
-        await self.broker.publish(value, topic, key=key.encode(), headers=JSON_HEADERS)
+    async def _write_raw(self, topic: str, value: bytes | None, key: str) -> None:
+        if value is not None:
+            await self.broker.publish(value, topic, key=key.encode(), headers=JSON_HEADERS)
+            return
+        # FastStream encodes None as b"", which compaction keeps as a value: a real
+        # tombstone needs a null value, so it goes through aiokafka directly.
+        if self._producer is None:
+            self._producer = AIOKafkaProducer(
+                bootstrap_servers=self.kafka.servers, **self.kafka.client_kwargs()
+            )
+            await self._producer.start()
+        await self._producer.send_and_wait(topic, None, key=key.encode())
+
+    async def erase_user(self, user_id: str) -> None:
+        """Forget a user: tombstones in every store this service owns, then hooks."""
+        for store in self.stores:
+            await store.erase(user_id)
+        for view in self.views:
+            view.apply(user_id, None)
+        for hook in self.erase_hooks:
+            await hook(user_id)
 
     async def dead_letter(self, record: Record, reason: str, error_type: str) -> None:
         ids: dict[str, str | None] = {"turn_id": None, "user_id": None}
@@ -170,6 +233,7 @@ class AgentRuntime:
         store = OwnedStore(
             topic=self.topic(topic), model=model, kafka=self.kafka, write=self._write_raw
         )
+        self.stores.append(store)
 
         async def load(partitions: set[int]) -> None:
             if self.kafka_io:
@@ -253,21 +317,44 @@ class AgentRuntime:
         The runtime decodes (dead-lettering what does not parse), times the call,
         publishes the result keyed by user and only then lets the offset be committed.
         """
-        adapter: TypeAdapter[UserMessage] = TypeAdapter(UserMessage)
         limit = self.settings.max_message_chars * 4 + 16_384
+        # Turns this agent already answered: a redelivered message (crash, rebalance)
+        # finds its result here and costs no second LLM call.
+        answered = AnsweredTurns()
+        output_name = self.topic(output)
+
+        async def remember(partitions: set[int]) -> None:
+            if self.kafka_io:
+                tail = await read_tail(
+                    self.kafka, output_name, sorted(partitions), ANSWERED_LOOKBACK
+                )
+                answered.learn(value for _p, _k, value in tail)
+
+        self.assign_hooks.append(remember)
 
         def register(
             fn: Callable[[UserMessage], Awaitable[R]],
         ) -> Callable[[UserMessage], Awaitable[R]]:
             async def handle(record: Record) -> None:
                 try:
-                    message = decode(record.value, adapter, max_bytes=limit)
+                    message = decode(record.value, UserInputAdapter, max_bytes=limit)
                 except DecodeError as exc:
                     await self.dead_letter(record, exc.reason, exc.error_type)
+                    return None
+                if isinstance(message, EraseRequest):
+                    await self.erase_user(message.user_id)
+                    return None
+                if isinstance(message, SessionEnd):
+                    for hook in self.session_end_hooks:
+                        await hook(message)
+                    return None
+                if message.turn_id in answered:
+                    MESSAGES.labels(self.service, record.topic, "duplicate").inc()
                     return None
                 started = time.perf_counter()
                 result = await fn(message)
                 await self.publish(output, result, key=message.user_id)
+                answered.add(message.turn_id)
                 tier = getattr(result, "tier", "deterministic")
                 AGENT_LATENCY.labels(self.service, tier, "ok").observe(
                     time.perf_counter() - started
@@ -307,6 +394,8 @@ class AgentRuntime:
             await hook()
         for view in self.views:
             await view.stop()
+        if self._producer is not None:
+            await self._producer.stop()
 
     def build_app(self, *routers: KafkaRouter, http_app: Any = None) -> CoachbusApp:
         """The service's app; ``http_app`` (an ASGI app) serves every other HTTP path."""

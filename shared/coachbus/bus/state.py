@@ -25,7 +25,8 @@ from coachbus.settings import KafkaSettings
 log = logging.getLogger(__name__)
 
 S = TypeVar("S", bound=BaseModel)
-Writer = Callable[[str, bytes, str], Awaitable[None]]  # (topic, value, key)
+# (topic, value, key); a value of None writes a real tombstone.
+Writer = Callable[[str, bytes | None, str], Awaitable[None]]
 
 
 def _key(raw: bytes | None) -> str | None:
@@ -55,6 +56,11 @@ class OwnedStore(Generic[S]):
     async def put(self, user_id: str, record: S) -> None:
         await self._write(self.topic, record.model_dump_json().encode(), user_id)
         self._records[user_id] = record
+
+    async def erase(self, user_id: str) -> None:
+        """Tombstone the user's record (compaction then removes it) and forget it."""
+        await self._write(self.topic, None, user_id)
+        self.forget(user_id)
 
     def forget(self, user_id: str) -> None:
         self._records.pop(user_id, None)
@@ -87,6 +93,15 @@ async def read_partitions(
     kafka: KafkaSettings, topic: str, partitions: list[int], model: type[S]
 ) -> dict[str, tuple[int, S | None]]:
     """Replay partitions from the beginning to their end offsets; the last record per key wins."""
+    raw = await read_latest(kafka, topic, partitions)
+    return {key: (p, _parse(model, value, topic)) for key, (p, value) in raw.items()}
+
+
+async def read_latest(
+    kafka: KafkaSettings, topic: str, partitions: list[int] | None = None
+) -> dict[str, tuple[int, bytes | None]]:
+    """The latest value per key (None for a tombstone) of the given (default: all)
+    partitions, read from the beginning to the end offsets taken at the start."""
     consumer = AIOKafkaConsumer(
         bootstrap_servers=kafka.servers,
         enable_auto_commit=False,
@@ -96,20 +111,24 @@ async def read_partitions(
     )
     await consumer.start()
     try:
+        if partitions is None:
+            await consumer._client.force_metadata_update()
+            partitions = sorted(consumer.partitions_for_topic(topic) or ())
         tps = [TopicPartition(topic, p) for p in partitions]
+        if not tps:
+            return {}
         consumer.assign(tps)
         await consumer.seek_to_beginning(*tps)
         ends = await consumer.end_offsets(tps)
         remaining = {tp for tp in tps if ends[tp] > await consumer.position(tp)}
-        out: dict[str, tuple[int, S | None]] = {}
+        out: dict[str, tuple[int, bytes | None]] = {}
         while remaining:
             batch = await consumer.getmany(*remaining, timeout_ms=1000)
             for tp, records in batch.items():
                 for rec in records:
                     key = _key(rec.key)
-                    if key is None:
-                        continue
-                    out[key] = (tp.partition, _parse(model, rec.value, topic))
+                    if key is not None:
+                        out[key] = (tp.partition, rec.value or None)
                 if await consumer.position(tp) >= ends[tp]:
                     remaining.discard(tp)
         return out

@@ -7,9 +7,10 @@ is dead-lettered with the reason) instead of guessing.
 
 from __future__ import annotations
 
+import time
 import uuid
 from datetime import UTC, datetime, timedelta
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
@@ -61,6 +62,7 @@ class TurnBudget(BaseModel):
 
 
 class UserMessage(Event):
+    kind: Literal["message"] = "message"
     text: str = Field(min_length=1)
     language_hint: Language | None = None
     deadline_at: datetime = Field(description="Synth answers degraded if agents miss this")
@@ -92,6 +94,23 @@ class UserMessage(Event):
         )
 
 
+class EraseRequest(Event):
+    """The user asked to be forgotten. Travels on ``user-messages`` (same key), so each
+    agent sees it in order with the user's messages and erases the state it owns."""
+
+    kind: Literal["erase"] = "erase"
+
+
+class SessionEnd(Event):
+    """The user closed a session explicitly; its transcript gets compressed."""
+
+    kind: Literal["session_end"] = "session_end"
+
+
+UserInput = Annotated[UserMessage | EraseRequest | SessionEnd, Field(discriminator="kind")]
+UserInputAdapter: TypeAdapter[UserInput] = TypeAdapter(UserInput)
+
+
 class Usage(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -113,6 +132,29 @@ class _AgentResult(Event):
     latency_ms: float = Field(ge=0)
     # Set when an LLM loop stopped without success and the deterministic tier answered.
     fallback_reason: str | None = None
+
+    @classmethod
+    def for_message(
+        cls,
+        message: UserMessage,
+        payload: Any,
+        *,
+        started: float,
+        tier: Tier = "deterministic",
+        usage: Usage | None = None,
+        fallback_reason: str | None = None,
+    ) -> Self:
+        """The result of ``message``; ``started`` is a ``time.perf_counter()`` reading."""
+        return cls(
+            turn_id=message.turn_id,
+            session_id=message.session_id,
+            user_id=message.user_id,
+            tier=tier,
+            payload=payload,
+            usage=usage or Usage(),
+            latency_ms=(time.perf_counter() - started) * 1000,
+            fallback_reason=fallback_reason,
+        )
 
 
 class ShadowResult(_AgentResult):

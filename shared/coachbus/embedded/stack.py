@@ -4,14 +4,18 @@ topics, and the seven services under the supervisor."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from coachbus.bus.admin import ensure_topics, wait_for_broker
 from coachbus.embedded.broker import EmbeddedBroker, free_port
+from coachbus.embedded.snapshot import export_snapshot, import_snapshot
 from coachbus.embedded.supervisor import SERVICES, ServiceSpec, Supervisor
 from coachbus.settings import CoachbusSettings, KafkaSettings, generate_dev_key
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -24,6 +28,8 @@ class StackConfig:
     log_dir: Path | None = None
     services: tuple[str, ...] = SERVICES
     restart: bool = True
+    # Where the embedded broker's state is kept across runs (None: not kept).
+    snapshot: Path | None = None
 
     @classmethod
     def ephemeral(cls, **kwargs: object) -> StackConfig:
@@ -44,6 +50,8 @@ class Stack:
         self.supervisor: Supervisor | None = None
         self.api_key: str | None = None
         self.env: dict[str, str] = {}
+        self._settings: CoachbusSettings | None = None
+        self._kafka: KafkaSettings | None = None
 
     @property
     def gateway_url(self) -> str:
@@ -70,6 +78,10 @@ class Stack:
         kafka = KafkaSettings(bootstrap_servers=bootstrap)
         await wait_for_broker(kafka)
         await ensure_topics(settings, kafka)
+        self._settings, self._kafka = settings, kafka
+        if self.broker is not None and cfg.snapshot is not None and cfg.snapshot.exists():
+            restored = await import_snapshot(settings, kafka, cfg.snapshot)
+            log.info("restored %d state records from %s", restored, cfg.snapshot)
         specs = []
         for name in cfg.services:
             port = cfg.gateway_port if name == "gateway" else cfg.service_ports.get(name)
@@ -86,10 +98,23 @@ class Stack:
             await self.stop()
             raise
 
+    async def snapshot(self) -> int | None:
+        """Write the compacted state to the configured snapshot file."""
+        if self.config.snapshot is None or self._settings is None or self._kafka is None:
+            return None
+        return await export_snapshot(self._settings, self._kafka, self.config.snapshot)
+
     async def stop(self) -> None:
         if self.supervisor is not None:
             await self.supervisor.stop()
             self.supervisor = None
+        if self.broker is not None and self.broker.running and self.config.snapshot is not None:
+            # The embedded broker forgets everything when it stops: keep the state.
+            try:
+                saved = await self.snapshot()
+                log.info("saved %s state records to %s", saved, self.config.snapshot)
+            except Exception:
+                log.exception("could not write the state snapshot")
         if self.broker is not None:
             await asyncio.to_thread(self.broker.stop)
             self.broker = None

@@ -122,6 +122,27 @@ class Supervisor:
             child.restarts += 1
             await self._spawn(child)
 
+    async def stop_service(self, name: str, timeout_s: float = 20.0) -> None:
+        """Stop one service for good (until :meth:`start_service`): no restart."""
+        child = self._children[name]
+        child.stopping = True
+        proc = child.proc
+        if proc is not None and proc.returncode is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                await asyncio.wait_for(proc.wait(), timeout_s)
+            except TimeoutError:
+                proc.kill()
+                await proc.wait()
+
+    async def start_service(self, name: str) -> None:
+        child = self._children[name]
+        if child.proc is not None and child.proc.returncode is None:
+            return
+        child.stopping = False
+        await self._spawn(child)
+        self._watchers.append(asyncio.create_task(self._watch(child)))
+
     def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
         """Send a signal (kill -9 by default); the watcher restarts the service."""
         proc = self._children[name].proc

@@ -1,0 +1,1 @@
+"""coachbus services: one folder per service; none imports another."""

@@ -1,0 +1,228 @@
+"""Coach's deterministic tier: the short reply the user gets at once.
+
+Coach never waits for this turn's other agents. It works from what is already
+known — last turn's blackboard and safety state — plus its own screen of the new
+message through the shared safety layer:
+
+* a crisis gets the safe reply with help resources immediately, and no coaching;
+* a message heading for a risky step gets acknowledgement and a safer first step;
+* otherwise: one specific acknowledgement (progress, setback, new or returning
+  goal, by topic) and one focused question chosen by the user's known pattern.
+
+The fuller answer (pattern, plan, calibrated tone) comes from Synth afterwards, so
+this reply stays at two or three sentences.
+"""
+
+from __future__ import annotations
+
+from coachbus.contracts.events import UserMessage
+from coachbus.contracts.payloads import CoachPayload, PatternClass
+from coachbus.contracts.state import Blackboard, SafetyState
+from coachbus.safety import (
+    CATALOGUE,
+    crisis_reply,
+    is_crisis,
+    screen_crisis,
+    screen_steps,
+)
+from coachbus.text import (
+    PROGRESS_RX,
+    SETBACK_RX,
+    Language,
+    Phrase,
+    Register,
+    TopicLabel,
+    detect_language,
+    detect_register,
+    extract_goals,
+    find_markers,
+    pick,
+    seed_of,
+    sentences,
+    topic_label,
+    topics_of,
+)
+from services.coach import phrases as P
+
+# Turns after a crisis during which Coach stays in a gentle check-in mode.
+POST_CRISIS_TURNS = 2
+
+
+def _fill(ph: Phrase, lang: Language, reg: Register, label: TopicLabel, **extra: str) -> str:
+    s = ph.get(lang, reg).format(
+        en=label.en,
+        de_nom=label.de_nom,
+        de_acc=label.de_acc,
+        de_bei=label.de_bei,
+        de_mit=label.de_mit,
+        **extra,
+    )
+    return s[:1].upper() + s[1:]
+
+
+def _register(msg: UserMessage, lang: Language, *known: Register | None) -> Register:
+    if lang != "de":
+        return "informal"
+    reg = detect_register(msg.text)
+    if reg is not None:
+        return reg
+    for k in known:
+        if k is not None:
+            return k
+    return "formal"
+
+
+def _primary_pattern(board: Blackboard | None) -> PatternClass | None:
+    if board is None:
+        return None
+    best: tuple[float, PatternClass | None] = (0.0, None)
+    for rec in board.patterns.values():
+        score = (rec.occurrences + 0.5 * max(0, rec.session_count - 1)) * 0.9 ** max(
+            0, board.turn_count - rec.last_turn
+        )
+        if score > best[0]:
+            best = (score, rec.pattern)
+    return best[1]
+
+
+def quick_reply(
+    msg: UserMessage, board: Blackboard | None, safety: SafetyState | None
+) -> CoachPayload:
+    known_lang = (board.language if board else None) or (safety.language if safety else None)
+    lang: Language = detect_language(msg.text, msg.language_hint, known_lang)
+    reg = _register(
+        msg,
+        lang,
+        board.formality if board else None,
+        safety.formality if safety else None,
+    )
+    seed = seed_of(msg.turn_id)
+    grounded = ["message"]
+
+    # 1. Crisis: the safe reply at once, nothing else.
+    screen = screen_crisis(msg.text)
+    if is_crisis(screen):
+        return CoachPayload(
+            text=crisis_reply(screen.category, lang, reg),
+            language=lang,
+            crisis_mode=True,
+            grounded_on=["crisis_screen"],
+            confidence=screen.confidence,
+        )
+
+    # Steps to stay clear of: last turn's blocks plus what this message heads toward.
+    conditions: set[str] = set()
+    blocked_ids: list[str] = []
+    if safety is not None:
+        grounded.append("safety")
+        conditions = {c for c, exp in safety.conditions.items() if exp >= safety.turn_count}
+        blocked_ids = [
+            b.step_id for b in safety.active_blocks.values() if b.expires_turn >= safety.turn_count
+        ]
+        recent = safety.crisis_history[-1] if safety.crisis_history else None
+        if recent is not None and safety.turn_count - recent.turn < POST_CRISIS_TURNS:
+            return CoachPayload(
+                text=P.POST_CRISIS.get(lang, reg),
+                language=lang,
+                crisis_mode=True,
+                grounded_on=["safety", "crisis_history"],
+                confidence=0.7,
+                avoided_steps=blocked_ids,
+            )
+    hits = screen_steps(msg.text, conditions)
+    for h in hits:
+        if h.spec.step_id not in blocked_ids:
+            blocked_ids.append(h.spec.step_id)
+    markers = [m for sid in blocked_ids if sid in CATALOGUE for m in CATALOGUE[sid].markers]
+
+    msg_topics = topics_of(msg.text)
+    goals = extract_goals(msg.text, lang)
+
+    # 2. Heading for a risky step: acknowledge the drive, offer the safer first step.
+    if hits:
+        top = max(hits, key=lambda h: h.spec.priority)
+        topic = goals[0].topic if goals else (msg_topics[0] if msg_topics else top.spec.topic)
+        label = topic_label(topic)
+        safer = top.spec.safer.get(lang, reg)
+        text = " ".join(
+            [
+                _fill(pick(P.RISKY_OPEN, seed), lang, reg, label),
+                P.RISKY_STEP.get(lang, reg).format(safer=safer),
+            ]
+        )
+        return CoachPayload(
+            text=_clean(text, markers, lang, reg),
+            language=lang,
+            crisis_mode=False,
+            grounded_on=[*grounded, "risk_screen"],
+            confidence=0.75,
+            avoided_steps=blocked_ids,
+        )
+
+    # 3. Ordinary turn: specific acknowledgement plus one focused question.
+    known_goal = None
+    if board is not None:
+        grounded.append("blackboard")
+        for g in board.goals:
+            if (goals and g.goal_id == goals[0].goal_id) or (
+                not goals and g.topic is not None and g.topic in msg_topics
+            ):
+                known_goal = g
+                break
+    topic = (
+        goals[0].topic
+        if goals
+        else (msg_topics[0] if msg_topics else (known_goal.topic if known_goal else None))
+    )
+    label = topic_label(topic)
+    setback = any(SETBACK_RX.search(s) for s in sentences(msg.text))
+    progress = not setback and bool(PROGRESS_RX.search(msg.text))
+
+    if topic is None and not goals:
+        opener = _fill(pick(P.OPEN_GENERIC, seed), lang, reg, label)
+    elif setback and known_goal is not None and known_goal.setbacks >= 1:
+        n = min(5, known_goal.setbacks + 1)
+        opener = _fill(
+            P.OPEN_SETBACK_AGAIN[0],
+            lang,
+            reg,
+            label,
+            n=P.ORDINAL_EN[n],
+            n_de=P.ORDINAL_DE[n],
+        )
+    elif setback:
+        opener = _fill(pick(P.OPEN_SETBACK, seed), lang, reg, label)
+    elif progress:
+        opener = _fill(pick(P.OPEN_PROGRESS, seed), lang, reg, label)
+    elif goals and known_goal is not None:
+        opener = _fill(pick(P.OPEN_REPEATED, seed), lang, reg, label)
+    elif goals:
+        opener = _fill(pick(P.OPEN_NEW_GOAL, seed), lang, reg, label)
+    else:
+        opener = _fill(pick(P.OPEN_NEUTRAL, seed), lang, reg, label)
+
+    pattern = _primary_pattern(board)
+    if progress and pattern is not PatternClass.STEADY_PROGRESS:
+        question = P.QUESTION_BY_PATTERN[PatternClass.STEADY_PROGRESS][0]
+    elif pattern is not None and pattern in P.QUESTION_BY_PATTERN:
+        question = pick(P.QUESTION_BY_PATTERN[pattern], seed, 1)
+    elif topic in P.QUESTION_BY_TOPIC:
+        question = P.QUESTION_BY_TOPIC[topic]
+    else:
+        question = pick(P.QUESTION_GENERIC, seed, 2)
+    text = f"{opener} {question.get(lang, reg)}"
+    return CoachPayload(
+        text=_clean(text, markers, lang, reg),
+        language=lang,
+        crisis_mode=False,
+        grounded_on=grounded,
+        confidence=0.65 if topic is not None else 0.45,
+        avoided_steps=blocked_ids,
+    )
+
+
+def _clean(text: str, markers: list[str], lang: Language, reg: Register) -> str:
+    """Last guard: if any blocked-step marker slipped into the reply, fall back."""
+    if markers and find_markers(text, markers):
+        return pick(P.QUESTION_GENERIC, 0).get(lang, reg)
+    return text

@@ -1,0 +1,210 @@
+"""The gateway's HTTP API (FastAPI): accept a message, show a turn, stream its events."""
+
+# No `from __future__ import annotations`: FastAPI must see the local Annotated aliases.
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, Header, HTTPException, Path, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from coachbus.contracts import EraseRequest, Reply, UserMessage, new_turn_id
+from coachbus.settings import CoachbusSettings
+from services.gateway.auth import KeyRing, Principal
+from services.gateway.openai_api import create_openai_router
+from services.gateway.review import ReviewQueue
+from services.gateway.turns import TurnStore
+
+Publish = Callable[[UserMessage | EraseRequest], Awaitable[None]]
+SessionId = Annotated[str, Path(pattern=r"^[A-Za-z0-9._:-]{1,128}$")]
+TurnId = Annotated[str, Path(pattern=r"^[A-Za-z0-9._:-]{1,128}$")]
+SSE_HEARTBEAT_S = 15.0
+
+
+class MessageIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    text: str = Field(min_length=1)
+
+
+class Accepted(BaseModel):
+    turn_id: str
+    session_id: str
+    events: str
+
+
+def problem(status: int, title: str, detail: str, **extra: Any) -> JSONResponse:
+    """RFC 9457 problem details."""
+    body = {"type": "about:blank", "title": title, "status": status, "detail": detail, **extra}
+    return JSONResponse(body, status_code=status, media_type="application/problem+json")
+
+
+class HumanAnswer(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    text: str = Field(min_length=1, max_length=8000)
+
+
+def create_api(
+    settings: CoachbusSettings,
+    keys: KeyRing,
+    store: TurnStore,
+    publish: Publish,
+    reviews: ReviewQueue,
+    publish_reply: Callable[[Reply], Awaitable[None]],
+) -> FastAPI:
+    api = FastAPI(
+        title="coachbus gateway",
+        version="1",
+        description="Send a message to the coaching pipeline and follow its turn.",
+    )
+    body_limit = settings.max_message_chars * 4 + 4096
+
+    @api.middleware("http")
+    async def limit_body(request: Request, call_next: Callable[[Request], Any]) -> Response:
+        length = request.headers.get("content-length")
+        if length is not None and length.isdigit() and int(length) > body_limit:
+            return problem(413, "Payload Too Large", f"request body over {body_limit} bytes")
+        response: Response = await call_next(request)
+        return response
+
+    @api.exception_handler(HTTPException)
+    async def http_error(_request: Request, exc: HTTPException) -> JSONResponse:
+        titles = {401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 413: "Payload Too Large"}
+        response = problem(exc.status_code, titles.get(exc.status_code, "Error"), str(exc.detail))
+        if exc.status_code == 401:
+            response.headers["WWW-Authenticate"] = "Bearer"
+        return response
+
+    @api.exception_handler(RequestValidationError)
+    async def invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = [
+            {"loc": list(e.get("loc", ())), "msg": e.get("msg", "")} for e in exc.errors()[:10]
+        ]
+        return problem(422, "Unprocessable Content", "the request is not valid", errors=errors)
+
+    def principal(authorization: Annotated[str | None, Header()] = None) -> Principal:
+        found = keys.resolve(authorization)
+        if found is None:
+            raise HTTPException(401, "missing or unknown API key")
+        return found
+
+    Caller = Annotated[Principal, Depends(principal)]
+
+    @api.post("/v1/sessions/{session_id}/messages", status_code=202, response_model=Accepted)
+    async def send_message(session_id: SessionId, body: MessageIn, caller: Caller) -> Accepted:
+        if len(body.text) > settings.max_message_chars:
+            raise HTTPException(
+                413, f"text of {len(body.text)} characters exceeds {settings.max_message_chars}"
+            )
+        message = UserMessage.create(
+            user_id=caller.user_id,
+            session_id=session_id,
+            text=body.text,
+            deadline_ms=settings.turn_deadline_ms,
+            max_tokens=settings.turn_token_budget,
+            wall_clock_ms=settings.turn_wall_clock_ms,
+        )
+        # Open the view before publishing so no reply can arrive before it exists.
+        store.open(message.turn_id, caller.user_id, session_id)
+        await publish(message)
+        return Accepted(
+            turn_id=message.turn_id,
+            session_id=session_id,
+            events=f"/v1/turns/{message.turn_id}/events",
+        )
+
+    @api.get("/v1/turns/{turn_id}")
+    async def get_turn(turn_id: TurnId, caller: Caller) -> dict[str, Any]:
+        view = store.get(turn_id, caller.user_id)
+        if view is None:
+            raise HTTPException(404, "no such turn")
+        return view.as_json()
+
+    @api.get("/v1/turns/{turn_id}/events")
+    async def turn_events(turn_id: TurnId, caller: Caller) -> StreamingResponse:
+        view = store.get(turn_id, caller.user_id)
+        if view is None:
+            raise HTTPException(404, "no such turn")
+        # Give up a little after Synth's own deadline: a final always comes by then
+        # unless the pipeline is down, and the client should not hang forever.
+        give_up_s = settings.turn_deadline_ms / 1000 * 3 + 30
+
+        async def stream() -> AsyncIterator[bytes]:
+            sent = 0
+            loop = asyncio.get_running_loop()
+            end = loop.time() + give_up_s
+            while True:
+                async with view.changed:
+                    if sent == len(view.events):
+                        with contextlib.suppress(TimeoutError):
+                            await asyncio.wait_for(
+                                view.changed.wait(), min(SSE_HEARTBEAT_S, end - loop.time())
+                            )
+                    pending = view.events[sent:]
+                sent += len(pending)
+                for event, data in pending:
+                    yield f"event: {event}\ndata: {data}\n\n".encode()
+                    if event == "final":
+                        return
+                if loop.time() >= end:
+                    yield b'event: timeout\ndata: {"detail": "no final reply in time"}\n\n'
+                    return
+                if not pending:
+                    yield b": keep-alive\n\n"
+
+        return StreamingResponse(
+            stream(),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+
+    api.include_router(create_openai_router(settings, keys, store, publish))  # type: ignore[arg-type]
+
+    @api.delete("/v1/me", status_code=202)
+    async def erase_me(caller: Caller) -> dict[str, Any]:
+        """Forget everything coachbus holds about the caller.
+
+        Every agent receives the request in order with the user's messages and
+        tombstones the state it owns; this gateway drops its cached turns at once.
+        """
+        request = EraseRequest(turn_id=new_turn_id(), session_id="-", user_id=caller.user_id)
+        await publish(request)
+        dropped = store.drop_user(caller.user_id)
+        reviews.drop_user(caller.user_id)
+        return {"status": "erasing", "request_id": request.turn_id, "cached_turns_dropped": dropped}
+
+    def reviewer(caller: Caller) -> Principal:
+        if not caller.reviewer:
+            raise HTTPException(403, "this key has no reviewer role")
+        return caller
+
+    Reviewer = Annotated[Principal, Depends(reviewer)]
+
+    @api.get("/v1/review")
+    async def list_reviews(_reviewer: Reviewer) -> dict[str, Any]:
+        """Turns escalated to a human (crisis screens and other human-tier decisions)."""
+        return {"items": [r.model_dump(mode="json") for r in reviews.pending()]}
+
+    @api.post("/v1/review/{turn_id}", status_code=202)
+    async def answer_review(
+        turn_id: TurnId, body: HumanAnswer, _reviewer: Reviewer
+    ) -> dict[str, Any]:
+        request = reviews.get(turn_id)
+        if request is None:
+            raise HTTPException(404, "no open review for this turn")
+        reply = Reply(
+            turn_id=request.turn_id,
+            session_id=request.session_id,
+            user_id=request.user_id,
+            kind="human",
+            text=body.text,
+            tier="human",
+        )
+        await publish_reply(reply)
+        reviews.resolve(turn_id)
+        return {"status": "sent", "turn_id": turn_id}
+
+    return api

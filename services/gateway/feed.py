@@ -1,0 +1,101 @@
+"""Tails the replies and agent topics (all partitions, no consumer group) into the
+turn store. Every gateway replica sees every turn, so any replica can answer."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from pydantic import TypeAdapter
+
+from coachbus.bus.codec import DecodeError, decode
+from coachbus.contracts import AgentResultAdapter, HumanReviewRequest, Reply
+from coachbus.settings import KafkaSettings
+from services.gateway.review import ReviewQueue
+from services.gateway.turns import TurnStore
+
+log = logging.getLogger(__name__)
+_replies: TypeAdapter[Reply] = TypeAdapter(Reply)
+_reviews: TypeAdapter[HumanReviewRequest] = TypeAdapter(HumanReviewRequest)
+MAX_BYTES = 4 * 1024 * 1024
+
+
+class ReplyFeed:
+    def __init__(
+        self,
+        kafka: KafkaSettings,
+        store: TurnStore,
+        reviews: ReviewQueue,
+        *,
+        replies_topic: str,
+        review_topic: str,
+        agent_topics: list[str],
+        review_lookback: int = 2_000,
+    ) -> None:
+        self._kafka = kafka
+        self._store = store
+        self._reviews = reviews
+        self._replies_topic = replies_topic
+        self._review_topic = review_topic
+        self._topics = [replies_topic, review_topic, *agent_topics]
+        self._review_lookback = review_lookback
+        self._consumer: AIOKafkaConsumer | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        kafka = self._kafka
+        self._consumer = consumer = AIOKafkaConsumer(
+            bootstrap_servers=kafka.servers,
+            enable_auto_commit=False,
+            fetch_max_wait_ms=kafka.fetch_max_wait_ms,
+            **kafka.client_kwargs(),
+        )
+        await consumer.start()
+        await consumer._client.force_metadata_update()
+        tps = [
+            TopicPartition(topic, p)
+            for topic in self._topics
+            for p in sorted(consumer.partitions_for_topic(topic) or ())
+        ]
+        consumer.assign(tps)
+        await consumer.seek_to_end(*tps)
+        # Resolve the positions now: a reply published after this returns is seen.
+        for tp in tps:
+            end = await consumer.position(tp)
+            if tp.topic in (self._review_topic, self._replies_topic):
+                # Open reviews (and the human answers that closed them) outlive a
+                # restart: re-read a recent tail of both topics.
+                consumer.seek(tp, max(0, end - self._review_lookback))
+        self._task = asyncio.create_task(self._run(consumer), name="gateway-feed")
+
+    async def _run(self, consumer: AIOKafkaConsumer) -> None:
+        while True:
+            batch = await consumer.getmany(timeout_ms=500)
+            for tp, records in batch.items():
+                for record in records:
+                    try:
+                        if tp.topic == self._replies_topic:
+                            reply = decode(record.value, _replies, max_bytes=MAX_BYTES)
+                            if reply.kind == "human":
+                                self._reviews.resolve(reply.turn_id)
+                            await self._store.add_reply(reply)
+                        elif tp.topic == self._review_topic:
+                            self._reviews.add(decode(record.value, _reviews, max_bytes=MAX_BYTES))
+                        else:
+                            await self._store.add_result(
+                                decode(record.value, AgentResultAdapter, max_bytes=MAX_BYTES)
+                            )
+                    except DecodeError as exc:
+                        # Not ours to dead-letter (the producers' consumers do that);
+                        # the view simply does not show it.
+                        log.debug("gateway: skipped unreadable record: %s", exc.reason)
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        if self._consumer is not None:
+            await self._consumer.stop()

@@ -1,0 +1,66 @@
+"""Gateway wiring: the bus side (publish user messages, tail replies) for the API."""
+
+from __future__ import annotations
+
+import logging
+
+from faststream.kafka import KafkaRouter
+
+from coachbus.bus.service import AgentRuntime
+from coachbus.contracts import EraseRequest, Reply, UserMessage
+from coachbus.settings import generate_dev_key
+from coachbus.topics import AGENT_TOPICS, Topic
+from services.gateway.api import create_api
+from services.gateway.auth import KeyRing
+from services.gateway.feed import ReplyFeed
+from services.gateway.review import ReviewQueue
+from services.gateway.turns import TurnStore
+
+log = logging.getLogger(__name__)
+
+runtime = AgentRuntime("gateway")
+router = KafkaRouter()
+publisher = router.publisher(
+    runtime.topic(Topic.USER_MESSAGES),
+    title="gateway:user-messages",
+    description="Every accepted user message, keyed by user id.",
+    schema=UserMessage,
+)
+
+if not runtime.settings.api_keys and runtime.settings.environment == "local":
+    # Local convenience only: production refuses to start without keys (see main).
+    from coachbus.settings import ApiKey
+
+    _dev = ApiKey(user_id="dev", key=generate_dev_key())  # type: ignore[arg-type]
+    runtime.settings.api_keys.append(_dev)
+    log.warning("no COACHBUS_API_KEYS set: generated a dev key for user 'dev'")
+
+keys = KeyRing(runtime.settings.api_keys)
+store = TurnStore()
+reviews = ReviewQueue()
+feed = ReplyFeed(
+    runtime.kafka,
+    store,
+    reviews,
+    replies_topic=runtime.topic(Topic.REPLIES),
+    review_topic=runtime.topic(Topic.HUMAN_REVIEW),
+    agent_topics=[runtime.topic(t) for t in AGENT_TOPICS.values()],
+)
+
+
+async def publish(message: UserMessage | EraseRequest) -> None:
+    await runtime.publish(Topic.USER_MESSAGES, message, key=message.user_id)
+
+
+async def publish_reply(reply: Reply) -> None:
+    await runtime.publish(Topic.REPLIES, reply, key=reply.user_id)
+
+
+async def _start_feed() -> None:
+    if runtime.kafka_io:
+        await feed.start()
+
+
+runtime.startup_hooks.append(_start_feed)
+runtime.shutdown_hooks.append(feed.stop)
+api = create_api(runtime.settings, keys, store, publish, reviews, publish_reply)

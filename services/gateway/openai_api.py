@@ -1,0 +1,218 @@
+"""OpenAI-compatible surface, so the official client and chat front-ends (Open WebUI…)
+work unchanged: ``GET /v1/models`` and ``POST /v1/chat/completions``.
+
+coachbus keeps its own memory of a user (blackboard, profile, summaries), so only
+the last user message of the request is sent into the pipeline; earlier messages
+in the request are the client's transcript, not our state.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, Literal
+
+from fastapi import APIRouter, Header, Request
+from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from coachbus.contracts import UserMessage
+from coachbus.settings import CoachbusSettings
+from services.gateway.auth import KeyRing, Principal
+from services.gateway.turns import TurnStore
+
+MODEL_ID = "coachbus"
+# Between the Coach's immediate reply and the synthesis in a streamed answer.
+SEPARATOR = "\n\n---\n\n"
+
+
+class ChatMessage(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    role: Literal["system", "user", "assistant", "tool", "developer"]
+    content: str | list[dict[str, Any]] | None = None
+
+    def text(self) -> str:
+        if isinstance(self.content, str):
+            return self.content
+        if isinstance(self.content, list):
+            return "\n".join(
+                str(part.get("text", "")) for part in self.content if part.get("type") == "text"
+            )
+        return ""
+
+
+class ChatRequest(BaseModel):
+    # Unknown OpenAI parameters (temperature, top_p…) are accepted and ignored:
+    # the pipeline decides its own sampling per agent.
+    model_config = ConfigDict(extra="allow")
+    model: str
+    messages: list[ChatMessage] = Field(min_length=1)
+    stream: bool = False
+    user: str | None = Field(default=None, max_length=128)
+
+
+def openai_error(
+    status: int, message: str, kind: str, code: str | None = None, param: str | None = None
+) -> JSONResponse:
+    return JSONResponse(
+        {"error": {"message": message, "type": kind, "param": param, "code": code}},
+        status_code=status,
+    )
+
+
+def create_openai_router(
+    settings: CoachbusSettings,
+    keys: KeyRing,
+    store: TurnStore,
+    publish: Callable[[UserMessage], Awaitable[None]],
+) -> APIRouter:
+    router = APIRouter()
+    wait_s = settings.turn_deadline_ms / 1000 * 2 + 10
+
+    def caller(authorization: str | None) -> Principal | None:
+        return keys.resolve(authorization)
+
+    @router.get("/v1/models")
+    async def models(authorization: str | None = Header(default=None)) -> JSONResponse:
+        if caller(authorization) is None:
+            return openai_error(401, "Invalid API key.", "invalid_request_error", "invalid_api_key")
+        return JSONResponse(
+            {
+                "object": "list",
+                "data": [{"id": MODEL_ID, "object": "model", "created": 0, "owned_by": "coachbus"}],
+            }
+        )
+
+    @router.post("/v1/chat/completions", response_model=None)
+    async def chat(
+        request: Request,
+        authorization: str | None = Header(default=None),
+        x_session_id: str | None = Header(default=None, max_length=128),
+    ) -> JSONResponse | StreamingResponse:
+        principal = caller(authorization)
+        if principal is None:
+            return openai_error(401, "Invalid API key.", "invalid_request_error", "invalid_api_key")
+        try:
+            body = ChatRequest.model_validate_json(await request.body())
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            return openai_error(
+                400,
+                f"Invalid request: {first['msg']}",
+                "invalid_request_error",
+                param=".".join(str(p) for p in first["loc"]) or None,
+            )
+        if body.model != MODEL_ID:
+            return openai_error(
+                404,
+                f"The model '{body.model}' does not exist; use '{MODEL_ID}'.",
+                "invalid_request_error",
+                "model_not_found",
+                "model",
+            )
+        user_turns = [m for m in body.messages if m.role == "user" and m.text().strip()]
+        if not user_turns:
+            return openai_error(
+                400,
+                "The request has no user message.",
+                "invalid_request_error",
+                param="messages",
+            )
+        text = user_turns[-1].text()
+        if len(text) > settings.max_message_chars:
+            return openai_error(
+                413,
+                f"The message exceeds {settings.max_message_chars} characters.",
+                "invalid_request_error",
+                "message_too_long",
+                "messages",
+            )
+        session = x_session_id or body.user or _default_session(principal.user_id)
+        message = UserMessage.create(
+            user_id=principal.user_id,
+            session_id=session[:128],
+            text=text,
+            deadline_ms=settings.turn_deadline_ms,
+            max_tokens=settings.turn_token_budget,
+            wall_clock_ms=settings.turn_wall_clock_ms,
+        )
+        view = store.open(message.turn_id, principal.user_id, message.session_id)
+        await publish(message)
+        completion_id = f"chatcmpl-{message.turn_id}"
+        created = int(time.time())
+
+        if not body.stream:
+            final = await view.wait_for("final", wait_s)
+            if final is None:
+                return openai_error(
+                    504, "The pipeline did not answer in time.", "server_error", "timeout"
+                )
+            return JSONResponse(
+                {
+                    "id": completion_id,
+                    "object": "chat.completion",
+                    "created": created,
+                    "model": MODEL_ID,
+                    "choices": [
+                        {
+                            "index": 0,
+                            "message": {"role": "assistant", "content": final.text},
+                            "finish_reason": "stop",
+                        }
+                    ],
+                    "usage": _usage(final.usage.prompt_tokens, final.usage.completion_tokens),
+                    "coachbus": {
+                        "turn_id": message.turn_id,
+                        "degraded": final.degraded,
+                        "missing_agents": final.missing_agents,
+                    },
+                },
+                headers={"X-Coachbus-Turn-Id": message.turn_id},
+            )
+
+        def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+            payload = {
+                "id": completion_id,
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": MODEL_ID,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            }
+            return f"data: {json.dumps(payload)}\n\n".encode()
+
+        async def stream() -> AsyncIterator[bytes]:
+            yield chunk({"role": "assistant", "content": ""})
+            coach = await view.wait_for("coach", wait_s)
+            if coach is not None:
+                yield chunk({"content": coach.text + SEPARATOR})
+            final = await view.wait_for("final", wait_s)
+            if final is None:
+                yield chunk({"content": "(no synthesized reply in time)"}, "length")
+            else:
+                yield chunk({"content": final.text})
+                yield chunk({}, "stop")
+            yield b"data: [DONE]\n\n"
+
+        return StreamingResponse(
+            stream(),
+            media_type="text/event-stream",
+            headers={"X-Coachbus-Turn-Id": message.turn_id, "Cache-Control": "no-cache"},
+        )
+
+    return router
+
+
+def _default_session(user_id: str) -> str:
+    # One running session per user and day when the client names none.
+    day = time.strftime("%Y-%m-%d", time.gmtime())
+    return "oa-" + hashlib.sha256(f"{user_id}:{day}".encode()).hexdigest()[:16]
+
+
+def _usage(prompt: int, completion: int) -> dict[str, int]:
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }

@@ -1,0 +1,108 @@
+"""What the gateway knows of recent turns, fed from the replies and agent topics.
+
+Bounded (LRU) so memory stays flat however many turns pass through.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+from coachbus.contracts import AgentResult, Reply
+
+
+@dataclass(eq=False)
+class TurnView:
+    turn_id: str
+    user_id: str
+    session_id: str
+    coach: Reply | None = None
+    final: Reply | None = None
+    human: list[Reply] = field(default_factory=list)
+    agents: dict[str, AgentResult] = field(default_factory=dict)
+    # (event name, JSON) in arrival order, for server-sent events.
+    events: list[tuple[str, str]] = field(default_factory=list)
+    changed: asyncio.Condition = field(default_factory=asyncio.Condition)
+
+    async def wait_for(self, kind: str, timeout: float) -> Reply | None:
+        """Wait until the turn has a reply of ``kind`` (coach or final), or time out."""
+        async with self.changed:
+            try:
+                await asyncio.wait_for(
+                    self.changed.wait_for(lambda: getattr(self, kind) is not None), timeout
+                )
+            except TimeoutError:
+                return None
+        reply: Reply | None = getattr(self, kind)
+        return reply
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "turn_id": self.turn_id,
+            "session_id": self.session_id,
+            "coach": self.coach.model_dump(mode="json") if self.coach else None,
+            "agents": {name: r.model_dump(mode="json") for name, r in self.agents.items()},
+            "final": self.final.model_dump(mode="json") if self.final else None,
+            "human": [h.model_dump(mode="json") for h in self.human],
+        }
+
+
+class TurnStore:
+    def __init__(self, capacity: int = 10_000) -> None:
+        self._turns: OrderedDict[str, TurnView] = OrderedDict()
+        self._capacity = capacity
+
+    def open(self, turn_id: str, user_id: str, session_id: str) -> TurnView:
+        view = self._turns.get(turn_id)
+        if view is None:
+            view = self._turns[turn_id] = TurnView(turn_id, user_id, session_id)
+            while len(self._turns) > self._capacity:
+                self._turns.popitem(last=False)
+        return view
+
+    def get(self, turn_id: str, user_id: str) -> TurnView | None:
+        view = self._turns.get(turn_id)
+        # Another user's turn is indistinguishable from one that does not exist.
+        if view is None or view.user_id != user_id:
+            return None
+        return view
+
+    async def add_reply(self, reply: Reply) -> None:
+        view = self.open(reply.turn_id, reply.user_id, reply.session_id)
+        if reply.kind == "coach":
+            if view.coach is not None:
+                return  # duplicate delivery
+            view.coach = reply
+        elif reply.kind == "final":
+            if view.final is not None:
+                return
+            view.final = reply
+        else:
+            if any(h.created_at == reply.created_at for h in view.human):
+                return
+            view.human.append(reply)
+        await self._emit(view, reply.kind, reply.model_dump_json())
+
+    async def add_result(self, result: AgentResult) -> None:
+        view = self.open(result.turn_id, result.user_id, result.session_id)
+        if result.agent in view.agents:
+            return
+        view.agents[result.agent] = result
+        await self._emit(view, "agent", result.model_dump_json())
+
+    @staticmethod
+    async def _emit(view: TurnView, event: str, data: str) -> None:
+        async with view.changed:
+            view.events.append((event, data))
+            view.changed.notify_all()
+
+    def drop_user(self, user_id: str) -> int:
+        gone = [t for t, v in self._turns.items() if v.user_id == user_id]
+        for turn_id in gone:
+            del self._turns[turn_id]
+        return len(gone)
+
+    def __len__(self) -> int:
+        return len(self._turns)

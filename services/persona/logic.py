@@ -1,0 +1,236 @@
+"""Persona's deterministic tier: a slowly accumulating picture of the person.
+
+OCEAN is scored item by item on the BFI-10 from what the user says about
+themselves (coachbus.ocean), accumulated across sessions with confidence that
+grows with evidence and saturates well below 1. It is a prior for *how* to talk
+to someone, never a reason to override safety (Synth enforces that).
+
+Persona also tracks recurring goals (stated in two or more sessions), a
+follow-through percentage (a trait-based guess, blended with Shadow's evidence as
+it arrives), and growth opportunities — including the "stretch" it would push
+for, which Synth weighs against Stability's blocked steps.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from coachbus import ocean
+from coachbus.contracts.events import UserMessage
+from coachbus.contracts.payloads import PatternClass, PersonaPayload, Trait, TraitEstimate
+from coachbus.contracts.state import MAX_SESSIONS, Blackboard, PersonaProfile
+from coachbus.text import (
+    TOPIC_LABELS,
+    Language,
+    detect_language,
+    detect_register,
+    extract_goals,
+    topics_of,
+)
+
+MAX_TRACKED_GOALS = 16
+GOAL_SESSIONS_KEPT = 8
+# Trait levels (after shrinking toward 0.5 by confidence) that count as "high"/"low".
+HIGH = 0.57
+LOW = 0.43
+
+# The user's own reach for something big: Persona reads it as readiness to stretch.
+_AMBITION = re.compile(
+    r"\bdream\w*|\bbig\b|\bbold\w*|ambitio\w*|go for it|all[- ]in\b|\bfinally\b|my own\b|"
+    r"level up|next level|traum\w*|\bgroß\w*|mutig\w*|\bendlich\b|ehrgeiz\w*|durchstarten|"
+    r"richtig (?:loslegen|angehen)|alles geben",
+    re.I,
+)
+
+
+def observe(
+    profile: PersonaProfile | None, board: Blackboard | None, msg: UserMessage
+) -> tuple[PersonaProfile, PersonaPayload]:
+    """Fold one message into (a copy of) the profile; idempotent per turn id."""
+    base = profile if profile is not None else PersonaProfile(user_id=msg.user_id)
+    if base.has_applied(msg.turn_id):
+        return base, build_payload(base, board, None)
+    p = base.model_copy(deep=True)
+    lang: Language = detect_language(msg.text, msg.language_hint, p.language)
+    p.language = lang
+    if lang == "de":
+        reg = detect_register(msg.text)
+        if reg is not None:
+            p.formality = reg
+    if msg.session_id not in p.sessions:
+        if p.session_count:
+            ocean.decay(p.items)
+        p.sessions.append(msg.session_id)
+        del p.sessions[:-MAX_SESSIONS]
+        p.session_count += 1
+    p.turns_seen += 1
+    ocean.apply_cues(p.items, ocean.score_items(msg.text))
+
+    for gm in extract_goals(msg.text, lang):
+        seen = p.goal_sessions.setdefault(gm.goal_id, [])
+        if msg.session_id not in seen:
+            seen.append(msg.session_id)
+            del seen[:-GOAL_SESSIONS_KEPT]
+    if len(p.goal_sessions) > MAX_TRACKED_GOALS:
+        # Keep the goals seen in most sessions; one-off mentions go first.
+        keep = sorted(p.goal_sessions.items(), key=lambda kv: len(kv[1]), reverse=True)
+        p.goal_sessions = dict(keep[:MAX_TRACKED_GOALS])
+
+    if board is not None:
+        p.last_pattern = _board_primary(board)
+        p.progress_reports = sum(g.progress for g in board.goals)
+        p.setback_reports = sum(g.setbacks for g in board.goals)
+    p.mark_applied(msg.turn_id)
+    return p, build_payload(p, board, msg)
+
+
+def build_payload(
+    p: PersonaProfile, board: Blackboard | None, msg: UserMessage | None
+) -> PersonaPayload:
+    traits = ocean.derive_traits(p.items)
+    recurring = recurring_goals(p, board)
+    pct, basis = follow_through(traits, p, board)
+    growth, stretch = growth_opportunities(traits, p, board, msg, recurring)
+    return PersonaPayload(
+        ocean=traits,
+        items=ocean.item_scores(p.items),
+        recurring_goals=recurring,
+        follow_through_pct=pct,
+        growth_opportunities=growth,
+        sessions_seen=p.session_count,
+        follow_through_basis=basis,
+        stretch_goals=stretch,
+        confidence=ocean.mean_confidence(traits),
+    )
+
+
+def recurring_goals(p: PersonaProfile, board: Blackboard | None) -> list[str]:
+    """Goal ids stated in two or more sessions (own tracking, plus Shadow's board)."""
+    out = [gid for gid, sess in p.goal_sessions.items() if len(sess) >= 2]
+    if board is not None:
+        out.extend(g.goal_id for g in board.goals if g.session_count >= 2)
+    return list(dict.fromkeys(out))
+
+
+def follow_through(
+    traits: dict[Trait, TraitEstimate], p: PersonaProfile, board: Blackboard | None
+) -> tuple[float | None, Literal["prior", "blended", "evidence"] | None]:
+    """A guess from conscientiousness, pulled toward the observed rate as evidence grows.
+
+    With no evidence this is only a trait-based prior; Synth lets Shadow's
+    per-goal evidence overrule it when the two disagree.
+    """
+    c = ocean.shrunk(traits.get(Trait.CONSCIENTIOUSNESS))
+    n_ = ocean.shrunk(traits.get(Trait.NEUROTICISM))
+    prior = 100.0 * (0.30 + 0.50 * c - 0.10 * (n_ - 0.5))
+    if board is not None:
+        prog = sum(g.progress for g in board.goals)
+        setb = sum(g.setbacks for g in board.goals)
+    else:
+        prog, setb = p.progress_reports, p.setback_reports
+    n = prog + setb
+    if n == 0:
+        if p.turns_seen == 0:
+            return None, None
+        return round(prior, 1), "prior"
+    observed = 100.0 * (prog + 0.5) / (n + 1)
+    w = n / (n + 4.0)
+    pct = w * observed + (1 - w) * prior
+    return round(max(0.0, min(100.0, pct)), 1), ("evidence" if w >= 0.75 else "blended")
+
+
+def _label(goal_id: str) -> str:
+    lab = TOPIC_LABELS.get(goal_id)
+    return lab.en if lab else goal_id.removeprefix("goal:").replace("-", " ")
+
+
+def growth_opportunities(
+    traits: dict[Trait, TraitEstimate],
+    p: PersonaProfile,
+    board: Blackboard | None,
+    msg: UserMessage | None,
+    recurring: list[str],
+) -> tuple[list[str], list[str]]:
+    """Plain-language growth notes plus the goal ids Persona would stretch."""
+    o = ocean.shrunk(traits.get(Trait.OPENNESS))
+    c = ocean.shrunk(traits.get(Trait.CONSCIENTIOUSNESS))
+    e = ocean.shrunk(traits.get(Trait.EXTRAVERSION))
+    a = ocean.shrunk(traits.get(Trait.AGREEABLENESS))
+    n = ocean.shrunk(traits.get(Trait.NEUROTICISM))
+    notes: list[str] = []
+    stretch: list[str] = []
+
+    # The goal in play now: stated in this message, else Shadow's focus.
+    current: str | None = None
+    if msg is not None:
+        lang = p.language or "en"
+        goals = extract_goals(msg.text, lang)
+        if goals:
+            current = goals[0].goal_id
+        else:
+            tops = topics_of(msg.text)
+            current = tops[0] if tops and tops[0] in p.goal_sessions else None
+    if current is None and board is not None:
+        current = board.last_focus_goal
+
+    progress_on: dict[str, int] = {}
+    stalled: set[str] = set()
+    if board is not None:
+        for g in board.goals:
+            progress_on[g.goal_id] = g.progress
+            if g.setbacks >= 2 and g.setbacks > g.progress:
+                stalled.add(g.goal_id)
+
+    for gid in recurring:
+        if gid in stalled:
+            notes.append(f"shrink {_label(gid)} to a ten-minute version that cannot fail")
+
+    ambitious_now = msg is not None and bool(_AMBITION.search(msg.text))
+    if current is not None and (
+        (ambitious_now and (o >= 0.5 or c >= 0.5))
+        or ((o >= HIGH or c >= HIGH) and progress_on.get(current, 0) >= 1)
+    ):
+        notes.append(f"stretch {_label(current)}: a bolder, visible commitment")
+        stretch.append(current)
+    if o >= HIGH:
+        notes.append("experiment with a new approach rather than repeating the old plan")
+    if c >= HIGH:
+        notes.append("use the planning strength: write the when and where down")
+    elif c <= LOW:
+        notes.append("lean on cues and routines rather than willpower")
+    if n >= HIGH:
+        notes.append("treat setbacks with self-compassion instead of self-criticism")
+    if e >= HIGH:
+        notes.append("make the goal social: a partner or group to report to")
+    elif e <= LOW:
+        notes.append("keep commitments private and written rather than public")
+    if a >= HIGH:
+        notes.append("ask the people close to them for concrete support")
+
+    pattern = p.last_pattern
+    by_pattern = {
+        PatternClass.PERFECTIONISM: "practise deliberately 'good enough' first drafts",
+        PatternClass.AVOIDANCE: "name the avoided first step and make it tiny",
+        PatternClass.PROCRASTINATION: "start inside the next 24 hours, even for five minutes",
+        PatternClass.ALL_OR_NOTHING: "define a minimum version for bad days",
+        PatternClass.OVERCOMMITMENT: "choose one priority for the next two weeks",
+        PatternClass.SELF_CRITICISM: "describe setbacks as data, not as character",
+        PatternClass.RESTARTING: "plan the restart after a miss before the miss happens",
+        PatternClass.STEADY_PROGRESS: "protect the routine that is working",
+    }
+    if pattern is not None:
+        notes.append(by_pattern[pattern])
+    return list(dict.fromkeys(notes))[:6], stretch
+
+
+def _board_primary(board: Blackboard) -> PatternClass | None:
+    """Shadow's primary pattern, recomputed the way Shadow does (occurrence-weighted)."""
+    best: tuple[float, PatternClass | None] = (0.0, None)
+    for rec in board.patterns.values():
+        score = (rec.occurrences + 0.5 * max(0, rec.session_count - 1)) * 0.9 ** max(
+            0, board.turn_count - rec.last_turn
+        )
+        if rec.occurrences >= 1 and score > best[0]:
+            best = (score, rec.pattern)
+    return best[1]

@@ -1,0 +1,174 @@
+"""Stability's deterministic tier: the risk frame of a turn.
+
+For each message: the crisis screen (shared with Coach and Synth, in
+coachbus.safety), the risky steps the message heads toward given what we know
+about the person (an injury, medication, an abusive partner), and the steps the
+coach must not suggest. Blocked steps are remembered for a while: a user who
+wanted to bet their savings on Monday should not hear "go all in" on Wednesday.
+
+Each risk is framed FMEA-style: severity, detectability (5 = hardest to notice
+in time) and reversibility (5 = hardest to undo), 1-5 each; their product is the
+priority.
+"""
+
+from __future__ import annotations
+
+from coachbus.contracts.events import UserMessage
+from coachbus.contracts.payloads import (
+    BlockedStep,
+    CrisisCategory,
+    CrisisScreen,
+    PatternClass,
+    Risk,
+    RiskLevel,
+    StabilityPayload,
+)
+from coachbus.contracts.state import (
+    MAX_CRISIS_EVENTS,
+    ActiveBlock,
+    Blackboard,
+    CrisisEvent,
+    SafetyState,
+)
+from coachbus.safety import (
+    CATALOGUE,
+    CONDITION_TTL,
+    StepHit,
+    crisis_risk,
+    detect_conditions,
+    is_crisis,
+    screen_crisis,
+    screen_steps,
+)
+from coachbus.text import detect_language, detect_register
+
+# How many turns a blocked step stays blocked after it was last triggered.
+BLOCK_TTL = 20
+# An older block still applies but with less certainty that the user is heading there.
+CARRIED_CONFIDENCE = 0.7
+# Priority (S x D x R) from which a risk alone makes the turn "high".
+HIGH_PRIORITY = 60
+# Patterns on the board that make a risky plan likelier to be carried out in full.
+_AMPLIFIERS = (PatternClass.ALL_OR_NOTHING, PatternClass.OVERCOMMITMENT)
+
+
+def assess(
+    safety: SafetyState | None, board: Blackboard | None, msg: UserMessage
+) -> tuple[SafetyState, StabilityPayload]:
+    """Screen one message and update (a copy of) the safety state; idempotent per turn."""
+    base = safety if safety is not None else SafetyState(user_id=msg.user_id)
+    crisis = screen_crisis(msg.text)
+    if base.has_applied(msg.turn_id):
+        hits = screen_steps(msg.text, _active_conditions(base, base.turn_count))
+        return base, _payload(base, crisis, hits, board)
+
+    s = base.model_copy(deep=True)
+    s.turn_count += 1
+    turn = s.turn_count
+    lang = detect_language(msg.text, msg.language_hint, s.language)
+    s.language = lang
+    if lang == "de":
+        reg = detect_register(msg.text)
+        if reg is not None:
+            s.formality = reg
+    s.last_session = msg.session_id
+
+    for cond in detect_conditions(msg.text):
+        s.conditions[cond] = turn + CONDITION_TTL[cond]
+    if crisis.category is CrisisCategory.ABUSE:
+        s.conditions["abuse"] = turn + CONDITION_TTL["abuse"]
+    conditions = _active_conditions(s, turn)
+    s.conditions = {c: exp for c, exp in s.conditions.items() if exp >= turn}
+
+    hits = screen_steps(msg.text, conditions)
+    if "abuse" in conditions and not any(h.spec.step_id == "confront_abuser_alone" for h in hits):
+        # With abuse disclosed, confronting the person alone is never a step to suggest,
+        # whether or not the user raised it.
+        spec = CATALOGUE["confront_abuser_alone"]
+        hits.append(StepHit(spec, "abuse disclosed", 0.8))
+    for h in hits:
+        s.active_blocks[h.spec.step_id] = ActiveBlock(
+            step_id=h.spec.step_id,
+            since_turn=turn,
+            expires_turn=turn + BLOCK_TTL,
+            session_id=msg.session_id,
+            trigger=h.trigger[:80],
+        )
+        for cond in h.spec.reveals:
+            s.conditions[cond] = turn + CONDITION_TTL.get(cond, BLOCK_TTL)
+    s.active_blocks = {k: v for k, v in s.active_blocks.items() if v.expires_turn >= turn}
+
+    if is_crisis(crisis):
+        s.crisis_history.append(
+            CrisisEvent(
+                category=crisis.category,
+                turn=turn,
+                session_id=msg.session_id,
+                confidence=crisis.confidence,
+            )
+        )
+        del s.crisis_history[:-MAX_CRISIS_EVENTS]
+    s.mark_applied(msg.turn_id)
+    return s, _payload(s, crisis, hits, board)
+
+
+def _active_conditions(s: SafetyState, turn: int) -> set[str]:
+    return {c for c, exp in s.conditions.items() if exp >= turn}
+
+
+def _amplified(board: Blackboard | None) -> bool:
+    if board is None:
+        return False
+    return any(
+        (rec := board.patterns.get(p)) is not None and rec.occurrences >= 2 for p in _AMPLIFIERS
+    )
+
+
+def _payload(
+    s: SafetyState, crisis: CrisisScreen, hits: list[StepHit], board: Blackboard | None
+) -> StabilityPayload:
+    now = {h.spec.step_id: h for h in hits}
+    amplified = _amplified(board)
+    blocked: list[BlockedStep] = []
+    risks: list[Risk] = []
+    for step_id in sorted(
+        set(now) | set(s.active_blocks),
+        key=lambda k: -CATALOGUE[k].priority if k in CATALOGUE else 0,
+    ):
+        spec = CATALOGUE.get(step_id)
+        if spec is None:
+            continue  # a step id from an older catalogue version: nothing to police
+        conf = now[step_id].confidence if step_id in now else CARRIED_CONFIDENCE
+        blocked.append(spec.blocked(conf))
+        risk = spec.risk()
+        if amplified and step_id in now:
+            # A known all-or-nothing / overcommitment pattern makes it likelier the
+            # plan is carried out in full, before anyone notices.
+            risk.detectability = min(5, risk.detectability + 1)
+        risks.append(risk)
+    if is_crisis(crisis):
+        risks.insert(0, crisis_risk(crisis.category))
+
+    overall: RiskLevel = "low"
+    top = max((r.priority for r in risks), default=0)
+    if is_crisis(crisis):
+        overall = "critical" if crisis.confidence >= 0.5 else "high"
+    elif top >= HIGH_PRIORITY and now:
+        overall = "high"
+    elif risks:
+        overall = "moderate"
+
+    if is_crisis(crisis):
+        confidence = crisis.confidence
+    elif now:
+        confidence = max(h.confidence for h in hits)
+    else:
+        # A clean regex screen can still miss a paraphrase; the router may ask a model.
+        confidence = 0.8
+    return StabilityPayload(
+        risks=risks,
+        blocked_steps=blocked,
+        crisis=crisis,
+        overall=overall,
+        confidence=round(confidence, 3),
+    )

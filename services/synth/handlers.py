@@ -1,0 +1,133 @@
+"""Synth: joins a turn's results, resolves conflicts, delivers the final reply."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from faststream.kafka import KafkaRouter
+from pydantic import TypeAdapter
+
+from coachbus.bus.codec import DecodeError, decode
+from coachbus.bus.dispatch import Hold, Record
+from coachbus.bus.service import AgentRuntime
+from coachbus.bus.state import read_tail
+from coachbus.contracts import (
+    AgentResult,
+    AgentResultAdapter,
+    EraseRequest,
+    Reply,
+    SessionEnd,
+    Usage,
+    UserInputAdapter,
+    utcnow,
+)
+from coachbus.metrics import MESSAGES, SYNTH_JOIN_WAIT, TURN_LATENCY
+from coachbus.topics import AGENT_TOPICS, Topic
+from services.synth import logic
+from services.synth.join import Join, OpenTurn
+
+log = logging.getLogger(__name__)
+
+runtime = AgentRuntime("synth")
+router = KafkaRouter()
+_replies: TypeAdapter[Reply] = TypeAdapter(Reply)
+_input_topic = runtime.topic(Topic.USER_MESSAGES)
+_limit = runtime.settings.max_message_chars * 4 + 262_144
+# How far back in the replies topic to look for finals already sent, per partition.
+FINALS_LOOKBACK = 20_000
+
+
+async def finalize(turn: OpenTurn, degraded: bool) -> None:
+    message = turn.message
+    assert message is not None
+    missing = turn.missing(join.required)
+    SYNTH_JOIN_WAIT.labels("deadline" if missing else "complete").observe(
+        (utcnow() - message.created_at).total_seconds()
+    )
+    outcome = logic.synthesize(message, turn.results, missing)
+    usage = Usage()
+    for result in turn.results.values():
+        usage = usage + result.usage
+    reply = Reply(
+        turn_id=message.turn_id,
+        session_id=message.session_id,
+        user_id=message.user_id,
+        kind="final",
+        text=outcome.text,
+        degraded=bool(missing),
+        missing_agents=missing,  # type: ignore[arg-type]
+        conflicts=outcome.conflicts,
+        language=outcome.language,
+        usage=usage,
+    )
+    await runtime.publish(Topic.REPLIES, reply, key=message.user_id)
+    TURN_LATENCY.labels("degraded" if missing else "complete").observe(
+        (utcnow() - message.created_at).total_seconds()
+    )
+
+
+join = Join(required=list(runtime.settings.synth_required_agents), finalize=finalize)
+
+
+async def handle(record: Record) -> Hold | None:
+    try:
+        if record.topic == _input_topic:
+            message = decode(record.value, UserInputAdapter, max_bytes=_limit)
+            if isinstance(message, EraseRequest):
+                join.forget_user(message.user_id)
+                return None
+            if isinstance(message, SessionEnd):
+                return None
+            hold = join.add_message(message, record.partition)
+        else:
+            result: AgentResult = decode(record.value, AgentResultAdapter, max_bytes=_limit)
+            hold = join.add_result(result, record.partition)
+    except DecodeError as exc:
+        await runtime.dead_letter(record, exc.reason, exc.error_type)
+        return None
+    MESSAGES.labels("synth", record.topic, "ok" if hold is not None else "duplicate").inc()
+    return hold
+
+
+async def _remember_finals(partitions: set[int]) -> None:
+    """After (re)assignment: learn which recent turns were answered already."""
+    if not runtime.kafka_io:
+        return
+    started = time.monotonic()
+    tail = await read_tail(
+        runtime.kafka, runtime.topic(Topic.REPLIES), sorted(partitions), FINALS_LOOKBACK
+    )
+    finals = 0
+    for _partition, _key, value in tail:
+        try:
+            reply = decode(value, _replies, max_bytes=_limit)
+        except DecodeError:
+            continue
+        if reply.kind == "final":
+            join.mark_done(reply.turn_id)
+            finals += 1
+    log.info(
+        "synth: %d finals remembered for partitions %s in %.0f ms",
+        finals,
+        sorted(partitions),
+        (time.monotonic() - started) * 1000,
+    )
+
+
+async def _abandon(partitions: set[int]) -> None:
+    dropped = join.abandon(partitions)
+    if dropped:
+        log.info("synth: %d open turns left to the partitions' next owner", dropped)
+
+
+runtime.assign_hooks.append(_remember_finals)
+runtime.revoke_hooks.append(_abandon)
+dispatcher = runtime.consume(
+    router,
+    [Topic.USER_MESSAGES, *AGENT_TOPICS.values()],
+    handle,
+    title="synth:join",
+    description="Joins each turn's user message and agent results by turn id.",
+)
+router.publisher(runtime.topic(Topic.REPLIES), title="synth:replies")

@@ -1,0 +1,490 @@
+"""Synth's deterministic tier: merge, resolve conflicts, render, validate.
+
+``build_sheet`` merges whatever results arrived into a DecisionSheet — what to
+say, what never to say, tone, length, language — applying the conflict policy of
+docs/mapping.md and recording every conflict:
+
+* crisis_first: a crisis suspends coaching; Stability beats Plasticity's strategy.
+* safety_over_ambition: Stability beats Persona's stretch when any step is blocked.
+* safety_over_style: Stability caps Plasticity's challenge on a risky turn.
+* evidence_over_guess: Shadow's evidence beats Persona's follow-through guess, and
+  Shadow's observed patterns beat Persona's stretch when they argue against it.
+
+Missing agents degrade gracefully: without Stability, Synth runs the shared crisis
+screen and risky-step screen on the message itself and stays conservative.
+
+``render`` writes prose from the sheet alone; ``validate`` checks any prose (the
+LLM's or ours) against the sheet; ``synthesize`` does all three and guarantees a
+reply that passes the validator.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from coachbus.contracts.events import (
+    AgentResult,
+    CoachResult,
+    Conflict,
+    PersonaResult,
+    PlasticityResult,
+    ShadowResult,
+    StabilityResult,
+    UserMessage,
+)
+from coachbus.contracts.payloads import (
+    BlockedStep,
+    CoachingStrategy,
+    CrisisCategory,
+    CrisisScreen,
+    DecisionSheet,
+    Language,
+    PatternClass,
+    Register,
+    Resolution,
+    SheetGoal,
+    SheetTone,
+    TurnSignal,
+)
+from coachbus.safety import (
+    CATALOGUE,
+    REQUIRED_NUMBERS,
+    is_crisis,
+    resources,
+    screen_crisis,
+    screen_steps,
+)
+from coachbus.text import (
+    PROGRESS_RX,
+    SETBACK_RX,
+    detect_language,
+    detect_register,
+    extract_goals,
+    find_markers,
+    seed_of,
+    sentences,
+    topics_of,
+    word_count,
+)
+from services.synth import render as _render
+
+# Word budgets per calibrated length (min, max).
+LENGTH_WORDS: dict[str, tuple[int, int]] = {
+    "short": (12, 75),
+    "medium": (30, 130),
+    "long": (50, 190),
+}
+CRISIS_WORDS = (35, 220)
+# Persona's follow-through guess and Shadow's evidence "disagree" beyond this gap.
+FOLLOW_THROUGH_GAP = 20
+# Challenge Plasticity may ask for while a risky step is on the table.
+SAFE_CHALLENGE = 0.3
+# Shadow's patterns that argue against stretching a goal right now.
+_AGAINST_STRETCH = (
+    PatternClass.OVERCOMMITMENT,
+    PatternClass.ALL_OR_NOTHING,
+    PatternClass.AVOIDANCE,
+    PatternClass.SELF_CRITICISM,
+)
+# Patterns a reply should only name once Shadow is reasonably sure.
+PATTERN_MIN_CONFIDENCE = 0.3
+
+_CRISIS_RANK = {
+    CrisisCategory.NONE: 0,
+    CrisisCategory.ABUSE: 1,
+    CrisisCategory.MEDICAL_EMERGENCY: 2,
+    CrisisCategory.SELF_HARM: 3,
+    CrisisCategory.SUICIDAL_IDEATION: 4,
+}
+
+
+_R = TypeVar("_R", ShadowResult, PersonaResult, PlasticityResult, StabilityResult, CoachResult)
+
+
+class SynthOutcome(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    text: str
+    language: Language
+    conflicts: list[Conflict] = Field(default_factory=list)
+    sheet: DecisionSheet
+    problems: list[str] = Field(default_factory=list)
+    crisis_mode: bool = False
+    degraded: bool = False
+    # Confidence in the synthesis prose, for the router deciding on an LLM rewrite.
+    confidence: float = Field(default=0.5, ge=0, le=1)
+
+
+# --------------------------------------------------------------------------- sheet
+
+
+def _get(results: Mapping[str, AgentResult], kind: type[_R]) -> _R | None:
+    for r in results.values():
+        if isinstance(r, kind):
+            return r
+    return None
+
+
+def _worse(a: CrisisScreen, b: CrisisScreen) -> CrisisScreen:
+    """The more alarming of two screens (category first, then confidence)."""
+    if not is_crisis(a):
+        return b
+    if not is_crisis(b):
+        return a
+    ka = (_CRISIS_RANK[a.category], a.confidence)
+    kb = (_CRISIS_RANK[b.category], b.confidence)
+    return a if ka >= kb else b
+
+
+def _safe_quote(q: str, markers: list[str]) -> bool:
+    return (
+        10 <= len(q) <= 110
+        and not _ARTEFACT_IN_QUOTE.search(q)
+        and not (markers and find_markers(q, markers))
+    )
+
+
+_ARTEFACT_IN_QUOTE = re.compile(r"[\[\]{}<>]|\b[a-z]+_[a-z_]+\b")
+
+
+def build_sheet(
+    msg: UserMessage, results: Mapping[str, AgentResult], missing: Sequence[str]
+) -> DecisionSheet:
+    """Deterministic merge of the turn's results plus the conflict policy."""
+    shadow = _get(results, ShadowResult)
+    persona = _get(results, PersonaResult)
+    plast = _get(results, PlasticityResult)
+    stab = _get(results, StabilityResult)
+    coach = _get(results, CoachResult)
+    conflicts: list[Resolution] = []
+
+    # Language and register: Plasticity's call, else our own reading of the message.
+    language: Language
+    register: Register
+    if plast is not None:
+        language = plast.payload.language
+        register = plast.payload.preferences.register if language == "de" else "informal"
+    else:
+        fallback = coach.payload.language if coach is not None else None
+        language = detect_language(msg.text, msg.language_hint, fallback)
+        register = (detect_register(msg.text) or "formal") if language == "de" else "informal"
+
+    # Crisis: always also screen the message ourselves — a missed crisis is the one
+    # failure we cannot afford, and the screen costs microseconds.
+    own_screen = screen_crisis(msg.text)
+    crisis = _worse(stab.payload.crisis, own_screen) if stab is not None else own_screen
+
+    # What never to say: Stability's blocks; without Stability, our own screen of
+    # the message plus whatever Coach (which saw last turn's safety state) avoided.
+    never: dict[str, BlockedStep] = {}
+    if stab is not None:
+        for b in stab.payload.blocked_steps:
+            never[b.step_id or b.step] = b
+    else:
+        for h in screen_steps(msg.text):
+            never[h.spec.step_id] = h.spec.blocked(h.confidence)
+        if coach is not None:
+            for sid in coach.payload.avoided_steps:
+                if sid in CATALOGUE and sid not in never:
+                    never[sid] = CATALOGUE[sid].blocked(0.7)
+    heading_for_risk = any(
+        b.step_id in CATALOGUE and CATALOGUE[b.step_id].triggers.search(msg.text)
+        for b in never.values()
+    ) or (stab is not None and stab.payload.overall == "high")
+
+    mode: Literal["coach", "safety", "crisis"] = (
+        "crisis" if is_crisis(crisis) else ("safety" if heading_for_risk else "coach")
+    )
+
+    # Style from Plasticity, with conservative defaults.
+    if plast is not None:
+        pr = plast.payload.preferences
+        tone = SheetTone(
+            warmth=pr.warmth,
+            directness=pr.directness,
+            challenge=pr.challenge,
+            autonomy_support=pr.autonomy_support,
+        )
+        length, reading = pr.length, pr.reading_level
+        strategy = plast.payload.strategy
+    else:
+        tone = SheetTone(warmth=0.7, directness=0.5, challenge=0.3, autonomy_support=0.7)
+        length, reading = "medium", "standard"
+        strategy = CoachingStrategy.MOTIVATIONAL_INTERVIEWING
+
+    if mode == "crisis" and plast is not None:
+        conflicts.append(
+            Resolution(
+                topic="strategy",
+                winner="stability",
+                overruled="plasticity",
+                rule="crisis_first",
+                detail=f"{crisis.category.value} screen: {strategy.value} coaching suspended",
+            )
+        )
+    if mode in ("crisis", "safety") and plast is not None and tone.challenge > SAFE_CHALLENGE:
+        conflicts.append(
+            Resolution(
+                topic="challenge",
+                winner="stability",
+                overruled="plasticity",
+                rule="safety_over_style",
+                detail=(
+                    f"challenge {tone.challenge:.2f} capped at {SAFE_CHALLENGE} "
+                    f"while the turn is {mode}"
+                ),
+            )
+        )
+        tone = tone.model_copy(update={"challenge": SAFE_CHALLENGE})
+
+    # Focus goal, follow-through and pattern: Shadow's evidence.
+    focus: SheetGoal | None = None
+    signal = TurnSignal.NONE
+    pattern: PatternClass | None = None
+    pattern_occ = 0
+    pattern_quote: str | None = None
+    markers = [m for b in never.values() for m in b.markers]
+    if shadow is not None:
+        sp = shadow.payload
+        topics = list(sp.message_topics)
+        for s in (
+            TurnSignal.SETBACK,
+            TurnSignal.PROGRESS,
+            TurnSignal.REPEATED_GOAL,
+            TurnSignal.NEW_GOAL,
+        ):
+            if s in sp.signals:
+                signal = s
+                break
+        goal = next((g for g in sp.stated_goals if g.goal_id == sp.focus_goal), None)
+        if goal is not None:
+            pred = next((f for f in sp.follow_through if f.goal_id == goal.goal_id), None)
+            focus = SheetGoal(
+                goal_id=goal.goal_id,
+                topic=goal.topic,
+                text=goal.text,
+                follow_through=pred.probability if pred is not None and pred.evidence else None,
+                follow_through_source="shadow" if pred is not None and pred.evidence else None,
+                sessions=goal.sessions_mentioned,
+                avoided=goal.goal_id in sp.avoided_goals,
+            )
+            guess = persona.payload.follow_through_pct if persona is not None else None
+            if (
+                pred is not None
+                and pred.evidence >= 1
+                and guess is not None
+                and abs(guess - pred.probability) >= FOLLOW_THROUGH_GAP
+            ):
+                conflicts.append(
+                    Resolution(
+                        topic="follow_through",
+                        winner="shadow",
+                        overruled="persona",
+                        rule="evidence_over_guess",
+                        detail=(
+                            f"{goal.goal_id}: observed {pred.probability}% from "
+                            f"{pred.evidence} reports vs persona's {guess:.0f}% "
+                            f"({persona.payload.follow_through_basis if persona else 'n/a'})"
+                        ),
+                    )
+                )
+        if sp.primary_pattern is not None and sp.confidence >= PATTERN_MIN_CONFIDENCE:
+            pattern = sp.primary_pattern
+            ev = next((p for p in sp.patterns if p.pattern is pattern), None)
+            if ev is not None:
+                pattern_occ = ev.occurrences
+                # Quote an earlier statement, not the message just sent: reflecting a
+                # pattern means connecting now to before.
+                here = msg.text.strip()
+                for q in reversed(ev.evidence):
+                    if q not in here and _safe_quote(q, markers):
+                        pattern_quote = q
+                        break
+    else:
+        topics = topics_of(msg.text)
+        if any(SETBACK_RX.search(s) for s in sentences(msg.text)):
+            signal = TurnSignal.SETBACK
+        elif PROGRESS_RX.search(msg.text):
+            signal = TurnSignal.PROGRESS
+        goals = extract_goals(msg.text, language)
+        if goals:
+            signal = signal if signal is not TurnSignal.NONE else TurnSignal.NEW_GOAL
+            focus = SheetGoal(goal_id=goals[0].goal_id, topic=goals[0].topic, text=goals[0].text)
+    # Persona's push for ambition, weighed against safety and evidence.
+    stretch = False
+    if persona is not None and persona.payload.stretch_goals:
+        target = persona.payload.stretch_goals[0]
+        if never:
+            steps = ", ".join(sorted(b.step_id or b.step for b in never.values()))
+            conflicts.append(
+                Resolution(
+                    topic=f"ambition:{target}",
+                    winner="stability",
+                    overruled="persona",
+                    rule="safety_over_ambition",
+                    detail=f"stretch on {target} dropped: blocked steps in play ({steps})",
+                )
+            )
+        elif mode == "crisis":
+            conflicts.append(
+                Resolution(
+                    topic=f"ambition:{target}",
+                    winner="stability",
+                    overruled="persona",
+                    rule="crisis_first",
+                    detail=f"stretch on {target} dropped during a crisis",
+                )
+            )
+        elif shadow is not None and (
+            (pattern in _AGAINST_STRETCH) or target in shadow.payload.avoided_goals
+        ):
+            conflicts.append(
+                Resolution(
+                    topic=f"ambition:{target}",
+                    winner="shadow",
+                    overruled="persona",
+                    rule="evidence_over_guess",
+                    detail=(
+                        f"stretch on {target} dropped: observed "
+                        f"{pattern.value if pattern else 'avoidance of this goal'}"
+                    ),
+                )
+            )
+        elif signal is TurnSignal.PROGRESS:
+            stretch = True
+
+    lo, hi = CRISIS_WORDS if mode == "crisis" else LENGTH_WORDS[length]
+    if mode == "safety":
+        hi += 40  # the safer alternative must fit even in a "short" reply
+    present = [a for a in ("shadow", "persona", "plasticity", "stability", "coach") if a in results]
+    confidence = 0.9 if mode == "crisis" else round(0.45 + 0.05 * len(present), 3)
+    return DecisionSheet(
+        language=language,
+        formality=register,
+        reading_level=reading,
+        length=length,
+        min_words=lo,
+        max_words=hi,
+        tone=tone,
+        strategy=strategy,
+        mode=mode,
+        crisis=crisis,
+        resources=resources(crisis.category, language, register),
+        focus_goal=focus,
+        signal=signal,
+        pattern=pattern if mode == "coach" else None,
+        pattern_occurrences=pattern_occ,
+        pattern_evidence=pattern_quote if mode == "coach" else None,
+        message_topics=topics,
+        stretch=stretch and mode == "coach",
+        never_say=list(never.values()),
+        conflicts=conflicts,
+        missing=list(missing),
+        seed=seed_of(msg.turn_id),
+        confidence=confidence,
+    )
+
+
+# --------------------------------------------------------------------------- render / validate
+
+
+def render(sheet: DecisionSheet) -> str:
+    """Deterministic prose from the sheet alone (see services/synth/render.py)."""
+    return _render.render(sheet)
+
+
+_AGENT_NAMES = re.compile(r"\b(?:shadow|persona|plasticity|synth|coachbus)\b", re.I)
+# "stability" and "coach" are ordinary words; flag them only as labels.
+_AGENT_LABELS = re.compile(
+    r"\bStability\b(?!\s+(?:of|in|and))|\b(?:stability|coach)\s*(?::|agent\b|says\b|said\b)", re.I
+)
+_FIELD_NAMES = re.compile(
+    r"\b[a-z]+_[a-z0-9_]+\b|\b(?:OCEAN|BFI-?10|JSON|payload|blackboard|decision sheet)\b"
+)
+_JSON = re.compile(r"[{}]|\"\w+\"\s*:|\bnull\b")
+_BRACKETS = re.compile(r"\[[^\]]*\]|<[^>]+>|\bTODO\b|\bN/A\b|\bTBD\b")
+_DU_FORMS = re.compile(r"\b(?:du|dich|dir|dein|deine|deinen|deinem|deiner|deines)\b", re.I)
+_SIE_FORMS = re.compile(r"\b(?:Sie|Ihnen|Ihr|Ihre|Ihren|Ihrem|Ihrer|Ihres)\b")
+
+
+def validate(text: str, sheet: DecisionSheet) -> list[str]:
+    """Problems with a reply, judged against the sheet; empty means it may be sent."""
+    problems: list[str] = []
+    if not text.strip():
+        return ["empty reply"]
+    markers = [m for b in sheet.never_say for m in b.markers]
+    for marker in find_markers(text, markers):
+        problems.append(f"blocked step mentioned: {marker!r}")
+    for rx, what in (
+        (_AGENT_NAMES, "agent name"),
+        (_AGENT_LABELS, "agent label"),
+        (_FIELD_NAMES, "field name"),
+        (_JSON, "JSON fragment"),
+        (_BRACKETS, "bracketed marker"),
+    ):
+        m = rx.search(text)
+        if m:
+            problems.append(f"merge artefact ({what}): {m.group(0)!r}")
+    lang = detect_language(text)
+    if lang != sheet.language:
+        problems.append(f"wrong language: {lang}, expected {sheet.language}")
+    if sheet.language == "de":
+        if sheet.formality == "formal" and _DU_FORMS.search(text):
+            problems.append("register: du-form in a Sie reply")
+        if sheet.formality == "informal":
+            mid = [
+                m
+                for m in _SIE_FORMS.finditer(text)
+                if m.start() > 0 and text[: m.start()].rstrip()[-1:] not in '.!?:„"—-'
+            ]
+            if mid:
+                problems.append(f"register: Sie-form in a du reply ({mid[0].group(0)!r})")
+    n = word_count(text)
+    if n < sheet.min_words:
+        problems.append(f"too short: {n} words, minimum {sheet.min_words}")
+    if n > sheet.max_words:
+        problems.append(f"too long: {n} words, maximum {sheet.max_words}")
+    if sheet.mode == "crisis":
+        key = (sheet.crisis.category, sheet.language)
+        for number in REQUIRED_NUMBERS.get(key, ()):
+            if number not in text:
+                problems.append(f"crisis reply lacks help line {number}")
+    return problems
+
+
+def _minimal(sheet: DecisionSheet) -> str:
+    """The last fallback: only the essential parts, which never carry markers."""
+    return _render.render(
+        sheet.model_copy(update={"pattern": None, "pattern_evidence": None, "stretch": False})
+    )
+
+
+def synthesize(
+    msg: UserMessage, results: Mapping[str, AgentResult], missing: Sequence[str]
+) -> SynthOutcome:
+    sheet = build_sheet(msg, results, missing)
+    text = render(sheet)
+    problems = validate(text, sheet)
+    if problems:
+        # Bounded deterministic repair: drop the optional, user-derived parts.
+        text = _minimal(sheet)
+        problems = validate(text, sheet)
+    if problems and sheet.mode != "crisis":
+        # Still failing (e.g. a tiny word budget): widen the budget rather than send
+        # something unsafe; the safety-relevant checks are unaffected by this.
+        sheet = sheet.model_copy(update={"min_words": 0, "max_words": max(sheet.max_words, 220)})
+        problems = validate(text, sheet)
+    return SynthOutcome(
+        text=text,
+        language=sheet.language,
+        conflicts=[Conflict(**c.model_dump()) for c in sheet.conflicts],
+        sheet=sheet,
+        problems=problems,
+        crisis_mode=sheet.mode == "crisis",
+        degraded=bool(missing),
+        confidence=sheet.confidence if not problems else 0.2,
+    )

@@ -1,0 +1,105 @@
+"""``coachbus chat``: talk to a running gateway from the terminal.
+
+Shows the Coach's reply at once, a live progress line while the agents work, then
+the synthesized reply.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any, TextIO
+
+import httpx
+
+AGENTS = ("shadow", "persona", "plasticity", "stability", "coach")
+
+
+def _events(response: httpx.Response) -> Iterator[tuple[str, dict[str, Any]]]:
+    event = None
+    for line in response.iter_lines():
+        if line.startswith("event: "):
+            event = line[7:]
+        elif line.startswith("data: ") and event:
+            yield event, json.loads(line[6:])
+            event = None
+
+
+def _progress(done: dict[str, float], started: float) -> str:
+    marks = " ".join(f"{a} {'✓' if a in done else '…'}" for a in AGENTS)
+    return f"\r  [{time.monotonic() - started:5.1f}s] {marks}"
+
+
+def one_turn(
+    client: httpx.Client, url: str, key: str, session: str, text: str, out: TextIO
+) -> dict[str, Any] | None:
+    headers = {"Authorization": f"Bearer {key}"}
+    started = time.monotonic()
+    response = client.post(
+        f"{url}/v1/sessions/{session}/messages", json={"text": text}, headers=headers
+    )
+    if response.status_code != 202:
+        detail = response.json().get("detail", response.text) if response.content else ""
+        out.write(f"! {response.status_code}: {detail}\n")
+        return None
+    turn_id = response.json()["turn_id"]
+    done: dict[str, float] = {}
+    final: dict[str, Any] | None = None
+    interactive = out.isatty()
+    with client.stream("GET", f"{url}/v1/turns/{turn_id}/events", headers=headers) as stream:
+        for event, data in _events(stream):
+            if event == "coach":
+                out.write(f"\ncoach › {data['text']}\n")
+            elif event == "agent":
+                done[data["agent"]] = data.get("latency_ms", 0.0)
+                if interactive:
+                    out.write(_progress(done, started))
+                    out.flush()
+            elif event == "final":
+                final = data
+                break
+            elif event == "timeout":
+                break
+    if interactive:
+        out.write("\r" + " " * 90 + "\r")
+    if final is None:
+        out.write("! no synthesized reply in time\n")
+        return None
+    note = (
+        " (degraded: " + ", ".join(final["missing_agents"]) + " missing)"
+        if final["degraded"]
+        else ""
+    )
+    out.write(f"\ncoachbus › {final['text']}{note}\n")
+    out.write(f"  [{time.monotonic() - started:.1f}s, {len(done)} agents]\n\n")
+    out.flush()
+    return final
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="coachbus chat", description=__doc__)
+    parser.add_argument("--url", default=os.environ.get("COACHBUS_URL", "http://127.0.0.1:8000"))
+    parser.add_argument("--key", default=os.environ.get("COACHBUS_KEY"))
+    parser.add_argument("--session", default=time.strftime("cli-%Y%m%d-%H%M%S"))
+    parser.add_argument("message", nargs="*", help="send this one message and exit")
+    args = parser.parse_args(argv)
+    if not args.key:
+        parser.error("an API key is needed: --key or COACHBUS_KEY (make run prints one)")
+    with httpx.Client(timeout=httpx.Timeout(10.0, read=120.0)) as client:
+        if args.message:
+            final = one_turn(
+                client, args.url, args.key, args.session, " ".join(args.message), sys.stdout
+            )
+            return 0 if final is not None else 1
+        print(f"session {args.session} — an empty line or Ctrl-D ends it")
+        for line in sys.stdin:
+            text = line.strip()
+            if not text:
+                break
+            one_turn(client, args.url, args.key, args.session, text, sys.stdout)
+    return 0

@@ -1,0 +1,303 @@
+"""Typed payloads: what each agent decides, as it travels on its topic.
+
+These are contracts between independently deployed services: add optional
+fields freely, but renaming or removing one is a new ``schema_version``.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, computed_field
+
+Score01 = float
+Language = Literal["en", "de"]
+Register = Literal["informal", "formal"]
+RiskLevel = Literal["low", "moderate", "high", "critical"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=False)
+
+
+# --------------------------------------------------------------------------- Shadow
+
+
+class PatternClass(StrEnum):
+    """The fixed taxonomy of behaviour patterns (documented in docs/patterns.md)."""
+
+    AVOIDANCE = "avoidance"
+    OVERCOMMITMENT = "overcommitment"
+    PERFECTIONISM = "perfectionism"
+    ALL_OR_NOTHING = "all_or_nothing"
+    PROCRASTINATION = "procrastination"
+    SELF_CRITICISM = "self_criticism"
+    STEADY_PROGRESS = "steady_progress"
+    RESTARTING = "restarting"
+
+
+class StatedGoal(_Model):
+    goal_id: str = Field(description="stable slug of the goal, used as its key")
+    text: str = Field(description="the goal in the user's own words, normalised")
+    quote: str = Field(description="verbatim quote the goal was extracted from")
+    sessions_mentioned: int = Field(ge=1)
+    first_seen_session: str
+    # The life domain (fitness, writing, business…) the goal belongs to, if recognised:
+    # lets other agents talk about the goal without pasting the user's sentence back.
+    topic: str | None = None
+    progress_reports: int = Field(default=0, ge=0)
+    setback_reports: int = Field(default=0, ge=0)
+
+
+class ActualPriority(_Model):
+    topic: str
+    share: Score01 = Field(ge=0, le=1, description="share of the user's words on this topic")
+    evidence: str
+
+
+class FollowThroughPrediction(_Model):
+    goal_id: str
+    probability: int = Field(ge=0, le=100)
+    reasons: list[str]
+    # How many progress/setback reports the number rests on; 0 means it is a prior,
+    # and Synth only lets Shadow overrule Persona when it rests on evidence.
+    evidence: int = Field(default=0, ge=0)
+
+
+class PatternEvidence(_Model):
+    pattern: PatternClass
+    confidence: Score01 = Field(ge=0, le=1)
+    occurrences: int = Field(ge=1)
+    evidence: list[str] = Field(description="quotes that show the pattern")
+
+
+class TurnSignal(StrEnum):
+    """What the latest message did with respect to the user's goals."""
+
+    NEW_GOAL = "new_goal"
+    REPEATED_GOAL = "repeated_goal"
+    PROGRESS = "progress"
+    SETBACK = "setback"
+    NONE = "none"
+
+
+class ShadowPayload(_Model):
+    stated_goals: list[StatedGoal]
+    actual_priorities: list[ActualPriority]
+    avoided_goals: list[str] = Field(description="goal ids stated but repeatedly not acted on")
+    follow_through: list[FollowThroughPrediction]
+    patterns: list[PatternEvidence]
+    primary_pattern: PatternClass | None
+    blackboard_version: int = Field(ge=0)
+    # Confidence of the pattern classification (the primary pattern's), for the router.
+    confidence: Score01 = Field(default=0.0, ge=0, le=1)
+    focus_goal: str | None = Field(default=None, description="goal id the last message was about")
+    signals: list[TurnSignal] = Field(default_factory=list)
+    message_topics: list[str] = Field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- Persona
+
+
+class Trait(StrEnum):
+    OPENNESS = "openness"
+    CONSCIENTIOUSNESS = "conscientiousness"
+    EXTRAVERSION = "extraversion"
+    AGREEABLENESS = "agreeableness"
+    NEUROTICISM = "neuroticism"
+
+
+class TraitEstimate(_Model):
+    value: Score01 = Field(ge=0, le=1)
+    confidence: Score01 = Field(ge=0, le=1)
+    evidence_count: int = Field(ge=0)
+
+
+class ItemScore(_Model):
+    """One BFI-10 item, scored 1..5 from accumulated textual evidence."""
+
+    item: int = Field(ge=1, le=10)
+    score: float = Field(ge=1, le=5)
+    evidence_count: int = Field(ge=0)
+
+
+class PersonaPayload(_Model):
+    ocean: dict[Trait, TraitEstimate]
+    items: list[ItemScore]
+    recurring_goals: list[str] = Field(description="goals seen in two or more sessions")
+    follow_through_pct: float | None = Field(default=None, ge=0, le=100)
+    growth_opportunities: list[str]
+    sessions_seen: int = Field(ge=0)
+    # Whether follow_through_pct is a trait-based guess, evidence, or a blend of both.
+    follow_through_basis: Literal["prior", "blended", "evidence"] | None = None
+    # Goal ids Persona suggests stretching (its "push for ambition"); Synth weighs
+    # these against Stability's blocked steps and Shadow's patterns.
+    stretch_goals: list[str] = Field(default_factory=list)
+    # Confidence of the OCEAN update as a whole (mean trait confidence), for the router.
+    confidence: Score01 = Field(default=0.0, ge=0, le=1)
+
+
+# --------------------------------------------------------------------------- Plasticity
+
+
+class CoachingStrategy(StrEnum):
+    MOTIVATIONAL_INTERVIEWING = "motivational_interviewing"
+    IMPLEMENTATION_INTENTIONS = "implementation_intentions"
+    HABIT_STACKING = "habit_stacking"
+    SOLUTION_FOCUSED = "solution_focused"
+    COGNITIVE_REFRAMING = "cognitive_reframing"
+    VALUES_CLARIFICATION = "values_clarification"
+    SELF_COMPASSION = "self_compassion"
+
+
+class CommunicationPreferences(_Model):
+    directness: Score01 = Field(ge=0, le=1)
+    structure: Score01 = Field(ge=0, le=1)
+    warmth: Score01 = Field(ge=0, le=1)
+    challenge: Score01 = Field(ge=0, le=1)
+    autonomy_support: Score01 = Field(ge=0, le=1)
+    length: Literal["short", "medium", "long"]
+    register: Literal["informal", "formal"] = Field(description="du/Sie in German")
+    reading_level: Literal["simple", "standard", "advanced"]
+
+
+class PlasticityPayload(_Model):
+    language: Language
+    preferences: CommunicationPreferences
+    strategy: CoachingStrategy
+    strategy_rationale: str
+    profile_confidence: Score01 = Field(ge=0, le=1)
+    strategy_confidence: Score01 = Field(default=0.5, ge=0, le=1)
+
+
+# --------------------------------------------------------------------------- Stability
+
+
+class CrisisCategory(StrEnum):
+    NONE = "none"
+    SELF_HARM = "self_harm"
+    SUICIDAL_IDEATION = "suicidal_ideation"
+    ABUSE = "abuse"
+    MEDICAL_EMERGENCY = "medical_emergency"
+
+
+class Risk(_Model):
+    risk_id: str
+    description: str
+    severity: int = Field(ge=1, le=5)
+    detectability: int = Field(ge=1, le=5, description="5 = hardest to notice in time")
+    reversibility: int = Field(ge=1, le=5, description="5 = hardest to undo")
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def priority(self) -> int:
+        return self.severity * self.detectability * self.reversibility
+
+
+class BlockedStep(_Model):
+    step: str = Field(description="what the coach must not suggest, in plain words")
+    reason: str
+    # Lower-case phrases whose presence in a reply means the step slipped through.
+    markers: list[str]
+    step_id: str = Field(default="", description="catalogue key, stable across turns")
+    topic: str | None = None
+    # What to offer instead, in plain English words; renderers use the catalogue's
+    # localised version via step_id.
+    safer_alternative: str = ""
+    confidence: Score01 = Field(default=1.0, ge=0, le=1)
+
+
+class CrisisScreen(_Model):
+    category: CrisisCategory
+    confidence: Score01 = Field(ge=0, le=1)
+    matched: list[str]
+    escalated: bool
+
+
+class StabilityPayload(_Model):
+    risks: list[Risk]
+    blocked_steps: list[BlockedStep]
+    crisis: CrisisScreen
+    overall: RiskLevel
+    # Confidence of the risk screen (crisis + blocked steps), for the router.
+    confidence: Score01 = Field(default=1.0, ge=0, le=1)
+
+
+# --------------------------------------------------------------------------- Coach
+
+
+class CoachPayload(_Model):
+    text: str
+    language: Language
+    crisis_mode: bool
+    grounded_on: list[str] = Field(description="what the reply drew on (blackboard, safety…)")
+    confidence: Score01 = Field(default=0.5, ge=0, le=1)
+    # Steps this reply was kept clear of (catalogue ids), so a reviewer can check it.
+    avoided_steps: list[str] = Field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- Synth
+
+
+class SheetTone(_Model):
+    warmth: Score01 = Field(ge=0, le=1)
+    directness: Score01 = Field(ge=0, le=1)
+    challenge: Score01 = Field(ge=0, le=1)
+    autonomy_support: Score01 = Field(ge=0, le=1)
+
+
+class SheetGoal(_Model):
+    goal_id: str
+    topic: str | None
+    text: str = Field(description="the goal in the user's words, short")
+    follow_through: int | None = Field(default=None, ge=0, le=100)
+    follow_through_source: Literal["shadow", "persona"] | None = None
+    sessions: int = Field(default=1, ge=1)
+    avoided: bool = False
+
+
+class Resolution(_Model):
+    """How a disagreement between agents was settled (mirrors events.Conflict).
+
+    Kept here rather than importing events.Conflict because events imports this
+    module; Synth converts each one into a Conflict for the final Reply.
+    """
+
+    topic: str
+    winner: Literal["shadow", "persona", "plasticity", "stability", "coach"]
+    overruled: Literal["shadow", "persona", "plasticity", "stability", "coach"]
+    rule: str
+    detail: str
+
+
+class DecisionSheet(_Model):
+    """Everything the final reply may say, and must not say, decided in code.
+
+    Both the deterministic renderer and the LLM prose writer work from this alone,
+    so it carries facts and decisions, never finished sentences from an agent.
+    """
+
+    language: Language
+    formality: Register = Field(description="du/Sie in German; informal in English")
+    reading_level: Literal["simple", "standard", "advanced"]
+    length: Literal["short", "medium", "long"]
+    min_words: int = Field(ge=0)
+    max_words: int = Field(ge=1)
+    tone: SheetTone
+    strategy: CoachingStrategy
+    mode: Literal["coach", "safety", "crisis"]
+    crisis: CrisisScreen
+    resources: list[str] = Field(default_factory=list, description="help lines, localised")
+    focus_goal: SheetGoal | None = None
+    signal: TurnSignal = TurnSignal.NONE
+    pattern: PatternClass | None = None
+    pattern_occurrences: int = Field(default=0, ge=0)
+    pattern_evidence: str | None = Field(default=None, description="a short quote of the user's")
+    message_topics: list[str] = Field(default_factory=list)
+    stretch: bool = Field(default=False, description="an ambition push survived the policy")
+    never_say: list[BlockedStep] = Field(default_factory=list)
+    conflicts: list[Resolution] = Field(default_factory=list)
+    missing: list[str] = Field(default_factory=list)
+    seed: int = Field(default=0, ge=0, description="picks phrasing variants, from the turn id")
+    confidence: Score01 = Field(default=0.5, ge=0, le=1)

@@ -1,0 +1,173 @@
+"""Per-user state records kept in compacted topics (one writer each).
+
+Each record carries ``applied_turns``: the last turn ids its writer folded in,
+so a redelivered message is recognised and not applied twice.
+
+Every record is rewritten whole on every turn (compaction keeps only the latest
+per user key), so each collection below has a hard cap: a record must not grow
+with the length of a user's history.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from coachbus.contracts.events import utcnow
+from coachbus.contracts.payloads import CrisisCategory, Language, PatternClass, Register
+
+APPLIED_TURNS_KEPT = 64
+
+# Caps that keep a rewritten-every-turn record small (a few KB at most).
+MAX_GOALS = 10
+MAX_TOPICS = 12
+MAX_QUOTES = 3
+MAX_SESSIONS = 24
+MAX_CRISIS_EVENTS = 8
+QUOTE_CHARS = 160
+
+
+class StateRecord(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: int = 1
+    user_id: str
+    version: int = Field(default=0, ge=0)
+    updated_at: datetime = Field(default_factory=utcnow)
+    applied_turns: list[str] = Field(default_factory=list)
+
+    def has_applied(self, turn_id: str) -> bool:
+        return turn_id in self.applied_turns
+
+    def mark_applied(self, turn_id: str) -> None:
+        self.applied_turns.append(turn_id)
+        del self.applied_turns[:-APPLIED_TURNS_KEPT]
+        self.version += 1
+        self.updated_at = utcnow()
+
+
+class _Part(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# --------------------------------------------------------------------------- Shadow
+
+
+class GoalRecord(_Part):
+    goal_id: str
+    topic: str | None = None
+    text: str
+    quote: str
+    first_seen_session: str
+    # Only the most recent session ids are kept; ``session_count`` keeps the total.
+    sessions: list[str] = Field(default_factory=list)
+    session_count: int = Field(default=1, ge=1)
+    mentions: int = Field(default=1, ge=1)
+    progress: int = Field(default=0, ge=0)
+    setbacks: int = Field(default=0, ge=0)
+    # Turn indices (board.turn_count) of the last progress report: steady progress
+    # needs reports in different turns, not one enthusiastic message.
+    progress_turns: list[int] = Field(default_factory=list)
+    last_turn: int = Field(default=0, ge=0)
+    evidence: list[str] = Field(default_factory=list)
+
+
+class TopicRecord(_Part):
+    topic: str
+    # Exponentially decayed word count: what the user spends words (and reported
+    # time) on lately, not over their whole history.
+    weight: float = Field(default=0.0, ge=0)
+    mentions: int = Field(default=0, ge=0)
+    last_quote: str = ""
+    last_turn: int = Field(default=0, ge=0)
+
+
+class PatternRecord(_Part):
+    pattern: PatternClass
+    occurrences: int = Field(default=0, ge=0)
+    session_count: int = Field(default=0, ge=0)
+    last_session: str | None = None
+    last_turn: int = Field(default=0, ge=0)
+    evidence: list[str] = Field(default_factory=list)
+
+
+class Blackboard(StateRecord):
+    """Shadow's cross-session picture of a user (topic ``blackboard``)."""
+
+    goals: list[GoalRecord] = Field(default_factory=list)
+    topics: dict[str, TopicRecord] = Field(default_factory=dict)
+    patterns: dict[PatternClass, PatternRecord] = Field(default_factory=dict)
+    sessions: list[str] = Field(default_factory=list)
+    session_count: int = Field(default=0, ge=0)
+    turn_count: int = Field(default=0, ge=0)
+    language: Language | None = None
+    formality: Register | None = None
+    # What the last applied turn was about, so the payload can be recomputed from
+    # the board alone (idempotent redelivery).
+    last_focus_goal: str | None = None
+    last_signals: list[str] = Field(default_factory=list)
+    last_topics: list[str] = Field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- Persona
+
+
+class ItemEvidence(_Part):
+    """Accumulated evidence for one BFI-10 item (1..10)."""
+
+    agree: float = Field(default=0.0, ge=0)
+    disagree: float = Field(default=0.0, ge=0)
+    count: int = Field(default=0, ge=0)
+    last_cue: str = ""
+
+
+class PersonaProfile(StateRecord):
+    """Persona's accumulated evidence (topic ``profiles``)."""
+
+    items: dict[int, ItemEvidence] = Field(default_factory=dict)
+    sessions: list[str] = Field(default_factory=list)
+    session_count: int = Field(default=0, ge=0)
+    turns_seen: int = Field(default=0, ge=0)
+    # goal id -> the last sessions it was mentioned in (capped), for recurring goals
+    # even when Shadow's board lags or is missing.
+    goal_sessions: dict[str, list[str]] = Field(default_factory=dict)
+    language: Language | None = None
+    formality: Register | None = None
+    # Shadow's last known primary pattern and follow-through evidence, carried so
+    # Plasticity (which only sees this profile) can pick a strategy that fits.
+    last_pattern: PatternClass | None = None
+    progress_reports: int = Field(default=0, ge=0)
+    setback_reports: int = Field(default=0, ge=0)
+
+
+# --------------------------------------------------------------------------- Stability
+
+
+class ActiveBlock(_Part):
+    step_id: str
+    since_turn: int = Field(ge=0)
+    expires_turn: int = Field(ge=0)
+    session_id: str
+    trigger: str = ""
+
+
+class CrisisEvent(_Part):
+    category: CrisisCategory
+    turn: int = Field(ge=0)
+    session_id: str
+    confidence: float = Field(ge=0, le=1)
+
+
+class SafetyState(StateRecord):
+    """Stability's memory of blocked steps and crises (topic ``safety``)."""
+
+    turn_count: int = Field(default=0, ge=0)
+    active_blocks: dict[str, ActiveBlock] = Field(default_factory=dict)
+    # Standing conditions that change what is risky (injury, medication, abuse,
+    # eating concern, financial strain) -> turn index at which they expire.
+    conditions: dict[str, int] = Field(default_factory=dict)
+    crisis_history: list[CrisisEvent] = Field(default_factory=list)
+    last_session: str | None = None
+    language: Language | None = None
+    formality: Register | None = None

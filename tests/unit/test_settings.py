@@ -1,0 +1,63 @@
+"""Settings from the environment."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from coachbus.settings import CoachbusSettings, KafkaSettings
+
+pytestmark = pytest.mark.unit
+
+
+def test_api_keys_parse_with_roles(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COACHBUS_API_KEYS", "alice:k1, bob:k2:reviewer")
+    settings = CoachbusSettings()
+    assert [(k.user_id, k.reviewer) for k in settings.api_keys] == [
+        ("alice", False),
+        ("bob", True),
+    ]
+    assert settings.api_keys[0].key.get_secret_value() == "k1"
+    assert "k1" not in repr(settings)  # secrets never show in a repr or a log line
+
+
+@pytest.mark.parametrize("raw", ["alice", "alice:k:admin", ":k"])
+def test_malformed_keys_are_refused(monkeypatch: pytest.MonkeyPatch, raw: str) -> None:
+    monkeypatch.setenv("COACHBUS_API_KEYS", raw)
+    with pytest.raises(ValidationError):
+        CoachbusSettings()
+
+
+def test_placeholder_keys_refused_outside_local(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COACHBUS_API_KEYS", "alice:changeme")
+    assert CoachbusSettings().environment == "local"
+    monkeypatch.setenv("COACHBUS_ENVIRONMENT", "production")
+    with pytest.raises(ValidationError, match="placeholder"):
+        CoachbusSettings()
+
+
+def test_topic_prefix_and_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COACHBUS_TOPIC_PREFIX", "acme.")
+    settings = CoachbusSettings()
+    assert settings.topic("user-messages") == "acme.user-messages"
+    assert settings.gateway_port == 8000
+
+
+def test_kafka_sasl_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KAFKA_BOOTSTRAP_SERVERS", "k1:9093")
+    monkeypatch.setenv("KAFKA_SECURITY_PROTOCOL", "SASL_PLAINTEXT")
+    monkeypatch.setenv("KAFKA_SASL_MECHANISM", "SCRAM-SHA-512")
+    monkeypatch.setenv("KAFKA_SASL_USERNAME", "svc")
+    monkeypatch.setenv("KAFKA_SASL_PASSWORD", "s3cret")
+    kafka = KafkaSettings()
+    kwargs = kafka.client_kwargs()
+    assert kafka.servers == "k1:9093"
+    assert kwargs["sasl_mechanism"] == "SCRAM-SHA-512"
+    assert kwargs["sasl_plain_password"] == "s3cret"
+    assert "s3cret" not in repr(kafka)
+
+
+def test_unknown_required_agent_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COACHBUS_SYNTH_REQUIRED_AGENTS", "shadow,oracle")
+    with pytest.raises(ValidationError, match="oracle"):
+        CoachbusSettings()
