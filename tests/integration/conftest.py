@@ -14,7 +14,12 @@ import pytest_asyncio
 
 from coachbus.embedded.stack import Stack, StackConfig
 
-KEYS = {"alice": "key-alice-0123456789", "bob": "key-bob-0123456789"}
+KEYS = {
+    "alice": "key-alice-0123456789",
+    "bob": "key-bob-0123456789",
+    "carol": "key-carol-0123456789",
+}
+REVIEWERS = {"carol"}
 
 
 @dataclass
@@ -42,7 +47,9 @@ async def running_stack(
         env={
             "COACHBUS_TOPIC_PREFIX": prefix,
             "COACHBUS_PARTITIONS": "3",
-            "COACHBUS_API_KEYS": ",".join(f"{u}:{k}" for u, k in KEYS.items()),
+            "COACHBUS_API_KEYS": ",".join(
+                f"{u}:{k}:reviewer" if u in REVIEWERS else f"{u}:{k}" for u, k in KEYS.items()
+            ),
             "COACHBUS_TURN_DEADLINE_MS": "6000",
             "COACHBUS_LOG_LEVEL": "INFO",
         },
