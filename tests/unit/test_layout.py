@@ -25,9 +25,10 @@ def _imports(path: Path) -> set[str]:
 
 
 def test_all_seven_services_exist() -> None:
-    assert sorted(
-        ["gateway", "shadow", "persona", "plasticity", "stability", "coach", "synth"]
-    ) == SERVICES
+    assert (
+        sorted(["gateway", "shadow", "persona", "plasticity", "stability", "coach", "synth"])
+        == SERVICES
+    )
 
 
 @pytest.mark.parametrize("service", SERVICES)

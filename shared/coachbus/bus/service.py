@@ -83,15 +83,57 @@ class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]
         self._dispatcher = dispatcher
 
     async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
-        await self._dispatcher.on_revoked(revoked)
         numbers = {tp.partition for tp in revoked}
+        # Close the gate first: records still waiting for state give up (uncommitted)
+        # instead of holding up the revocation.
+        self._runtime.gate.close(numbers)
+        await self._dispatcher.on_revoked(revoked)
         for hook in self._runtime.revoke_hooks:
             await hook(numbers)
 
     async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
         numbers = {tp.partition for tp in assigned}
-        for hook in self._runtime.assign_hooks:
-            await hook(numbers)
+        # aiokafka starts fetching the new partitions while this callback runs, so
+        # records are held at the gate until the partitions' state is loaded.
+        self._runtime.gate.prepare(numbers)
+        try:
+            for hook in self._runtime.assign_hooks:
+                await hook(numbers)
+        finally:
+            self._runtime.gate.open(numbers)
+
+
+class PartitionGate:
+    """Holds a partition's records until its state has been loaded after assignment."""
+
+    def __init__(self) -> None:
+        self._events: dict[int, asyncio.Event] = {}
+
+    def _event(self, partition: int) -> asyncio.Event:
+        event = self._events.get(partition)
+        if event is None:
+            event = self._events[partition] = asyncio.Event()
+        return event
+
+    def prepare(self, partitions: set[int]) -> None:
+        for partition in partitions:
+            self._event(partition)
+
+    def open(self, partitions: set[int]) -> None:
+        for partition in partitions:
+            self._event(partition).set()
+
+    def close(self, partitions: set[int]) -> None:
+        for partition in partitions:
+            event = self._events.pop(partition, None)
+            if event is not None and not event.is_set():
+                event.set()  # release anyone waiting; the dispatcher drops revoked work
+
+    async def wait(self, partition: int) -> bool:
+        """Wait for the partition's state; False if it was revoked meanwhile."""
+        event = self._event(partition)
+        await event.wait()
+        return self._events.get(partition) is event
 
 
 ANSWERED_LOOKBACK = 5_000
@@ -161,6 +203,7 @@ class AgentRuntime:
         self.shutdown_hooks: list[Callable[[], Awaitable[None]]] = []
         # Tests without a broker (FastStream's TestKafkaBroker) switch this off.
         self.kafka_io = True
+        self.gate = PartitionGate()
 
     # ------------------------------------------------------------------ naming
 
@@ -274,9 +317,17 @@ class AgentRuntime:
     ) -> KeyedDispatcher:
         """Subscribe the router to ``topics`` with this service's group, dispatching
         records key-ordered and committing only what is done."""
+        async def gated(record: Record) -> Hold | None:
+            if self.kafka_io and not await self.gate.wait(record.partition):
+                # Revoked before its state arrived: leave it uncommitted for the next owner.
+                abandoned: Hold = asyncio.get_running_loop().create_future()
+                abandoned.cancel()
+                return abandoned
+            return await handle(record)
+
         dispatcher = KeyedDispatcher(
             service=self.service,
-            handle=handle,
+            handle=gated,
             on_failure=self._on_failure,
             max_concurrency=self.settings.max_concurrency,
         )
