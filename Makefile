@@ -51,6 +51,10 @@ typecheck: $(STAMP) ## mypy strict
 bench: $(STAMP) ## benchmarks, printed side by side and written to bench/results
 	$(PY) -m bench
 
+.PHONY: docs
+docs: $(STAMP) ## regenerate the AsyncAPI and OpenAPI documents under docs/
+	$(BIN)/coachbus docs
+
 .PHONY: up
 up: ## docker compose (needs a Docker engine)
 	docker compose up -d

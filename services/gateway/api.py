@@ -9,15 +9,17 @@ from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Header, HTTPException, Path, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from coachbus.contracts import EraseRequest, Reply, UserMessage, new_turn_id
 from coachbus.settings import CoachbusSettings
-from services.gateway.auth import KeyRing, Principal
+from services.gateway.auth import KeyRing, Principal, RateLimits
 from services.gateway.openai_api import create_openai_router
 from services.gateway.review import ReviewQueue
 from services.gateway.turns import TurnStore
+from services.gateway.web import create_web_router
 
 Publish = Callable[[UserMessage | EraseRequest], Awaitable[None]]
 SessionId = Annotated[str, Path(pattern=r"^[A-Za-z0-9._:-]{1,128}$")]
@@ -61,6 +63,15 @@ def create_api(
         description="Send a message to the coaching pipeline and follow its turn.",
     )
     body_limit = settings.max_message_chars * 4 + 4096
+    limits = RateLimits(settings.rate_limit_per_minute)
+    if settings.cors_origins:
+        api.add_middleware(
+            CORSMiddleware,
+            allow_origins=settings.cors_origins,
+            allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
+            allow_headers=["Authorization", "Content-Type", "X-Session-Id"],
+            expose_headers=["X-Coachbus-Turn-Id", "Retry-After"],
+        )
 
     @api.middleware("http")
     async def limit_body(request: Request, call_next: Callable[[Request], Any]) -> Response:
@@ -72,8 +83,16 @@ def create_api(
 
     @api.exception_handler(HTTPException)
     async def http_error(_request: Request, exc: HTTPException) -> JSONResponse:
-        titles = {401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 413: "Payload Too Large"}
+        titles = {
+            401: "Unauthorized",
+            403: "Forbidden",
+            404: "Not Found",
+            413: "Payload Too Large",
+            429: "Too Many Requests",
+        }
         response = problem(exc.status_code, titles.get(exc.status_code, "Error"), str(exc.detail))
+        for name, value in (exc.headers or {}).items():
+            response.headers[name] = value
         if exc.status_code == 401:
             response.headers["WWW-Authenticate"] = "Bearer"
         return response
@@ -91,10 +110,22 @@ def create_api(
             raise HTTPException(401, "missing or unknown API key")
         return found
 
+    def limited(caller: Annotated[Principal, Depends(principal)]) -> Principal:
+        retry_after = limits.take(caller.user_id)
+        if retry_after is not None:
+            raise HTTPException(
+                429,
+                f"rate limit of {settings.rate_limit_per_minute} messages per minute reached",
+                headers={"Retry-After": str(max(1, round(retry_after)))},
+            )
+        return caller
+
     Caller = Annotated[Principal, Depends(principal)]
 
     @api.post("/v1/sessions/{session_id}/messages", status_code=202, response_model=Accepted)
-    async def send_message(session_id: SessionId, body: MessageIn, caller: Caller) -> Accepted:
+    async def send_message(
+        session_id: SessionId, body: MessageIn, caller: Annotated[Principal, Depends(limited)]
+    ) -> Accepted:
         if len(body.text) > settings.max_message_chars:
             raise HTTPException(
                 413, f"text of {len(body.text)} characters exceeds {settings.max_message_chars}"
@@ -161,7 +192,8 @@ def create_api(
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
 
-    api.include_router(create_openai_router(settings, keys, store, publish))  # type: ignore[arg-type]
+    api.include_router(create_openai_router(settings, keys, store, publish, limits))
+    api.include_router(create_web_router(store, keys))
 
     @api.delete("/v1/me", status_code=202)
     async def erase_me(caller: Caller) -> dict[str, Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import time
 from dataclasses import dataclass
 
 from coachbus.settings import ApiKey
@@ -41,3 +42,27 @@ class KeyRing:
 
     def __len__(self) -> int:
         return len(self._by_digest)
+
+
+class RateLimits:
+    """A token bucket per user: ``per_minute`` sustained, bursts of the same size.
+
+    Rejects instead of queueing: a chat client should be told to slow down, not
+    have its request parked inside the gateway. Bounded by the number of keys.
+    """
+
+    def __init__(self, per_minute: int) -> None:
+        self._capacity = float(per_minute)
+        self._rate = per_minute / 60.0
+        self._buckets: dict[str, tuple[float, float]] = {}
+
+    def take(self, user_id: str, now: float | None = None) -> float | None:
+        """Take one token; None if allowed, else the seconds until one is free."""
+        now = time.monotonic() if now is None else now
+        tokens, last = self._buckets.get(user_id, (self._capacity, now))
+        tokens = min(self._capacity, tokens + (now - last) * self._rate)
+        if tokens < 1.0:
+            self._buckets[user_id] = (tokens, now)
+            return (1.0 - tokens) / self._rate
+        self._buckets[user_id] = (tokens - 1.0, now)
+        return None

@@ -5,11 +5,13 @@ from __future__ import annotations
 import logging
 
 from faststream.kafka import KafkaRouter
+from opentelemetry.trace import SpanKind
 
 from coachbus.bus.service import AgentRuntime
 from coachbus.contracts import EraseRequest, Reply, UserMessage
 from coachbus.settings import generate_dev_key
 from coachbus.topics import AGENT_TOPICS, Topic
+from coachbus.tracing import turn_span
 from services.gateway.api import create_api
 from services.gateway.auth import KeyRing
 from services.gateway.feed import ReplyFeed
@@ -49,7 +51,9 @@ feed = ReplyFeed(
 
 
 async def publish(message: UserMessage | EraseRequest) -> None:
-    await runtime.publish(Topic.USER_MESSAGES, message, key=message.user_id)
+    # The turn's trace starts here; every agent and Synth continue it.
+    with turn_span("gateway.accept", message.turn_id, "gateway", kind=SpanKind.PRODUCER):
+        await runtime.publish(Topic.USER_MESSAGES, message, key=message.user_id)
 
 
 async def publish_reply(reply: Reply) -> None:

@@ -18,9 +18,9 @@ from fastapi import APIRouter, Header, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from coachbus.contracts import UserMessage
+from coachbus.contracts import EraseRequest, UserMessage
 from coachbus.settings import CoachbusSettings
-from services.gateway.auth import KeyRing, Principal
+from services.gateway.auth import KeyRing, Principal, RateLimits
 from services.gateway.turns import TurnStore
 
 MODEL_ID = "coachbus"
@@ -66,7 +66,8 @@ def create_openai_router(
     settings: CoachbusSettings,
     keys: KeyRing,
     store: TurnStore,
-    publish: Callable[[UserMessage], Awaitable[None]],
+    publish: Callable[[UserMessage | EraseRequest], Awaitable[None]],
+    limits: RateLimits,
 ) -> APIRouter:
     router = APIRouter()
     wait_s = settings.turn_deadline_ms / 1000 * 2 + 10
@@ -94,6 +95,13 @@ def create_openai_router(
         principal = caller(authorization)
         if principal is None:
             return openai_error(401, "Invalid API key.", "invalid_request_error", "invalid_api_key")
+        retry_after = limits.take(principal.user_id)
+        if retry_after is not None:
+            response = openai_error(
+                429, "Rate limit reached; slow down.", "rate_limit_error", "rate_limit_exceeded"
+            )
+            response.headers["Retry-After"] = str(max(1, round(retry_after)))
+            return response
         try:
             body = ChatRequest.model_validate_json(await request.body())
         except ValidationError as exc:

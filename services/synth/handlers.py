@@ -6,11 +6,12 @@ import logging
 import time
 
 from faststream.kafka import KafkaRouter
+from opentelemetry.context import Context
 from pydantic import TypeAdapter
 
 from coachbus.bus.codec import DecodeError, decode
 from coachbus.bus.dispatch import Hold, Record
-from coachbus.bus.service import AgentRuntime
+from coachbus.bus.service import AgentRuntime, record_context
 from coachbus.bus.state import read_tail
 from coachbus.contracts import (
     AgentResult,
@@ -24,6 +25,7 @@ from coachbus.contracts import (
 )
 from coachbus.metrics import MESSAGES, SYNTH_JOIN_WAIT, TURN_LATENCY
 from coachbus.topics import AGENT_TOPICS, Topic
+from coachbus.tracing import turn_span
 from services.synth import logic
 from services.synth.join import Join, OpenTurn
 
@@ -61,7 +63,9 @@ async def finalize(turn: OpenTurn, degraded: bool) -> None:
         language=outcome.language,
         usage=usage,
     )
-    await runtime.publish(Topic.REPLIES, reply, key=message.user_id)
+    context = turn.trace_context if isinstance(turn.trace_context, Context) else None
+    with turn_span("synth.final", message.turn_id, "synth", parent=context):
+        await runtime.publish(Topic.REPLIES, reply, key=message.user_id)
     TURN_LATENCY.labels("degraded" if missing else "complete").observe(
         (utcnow() - message.created_at).total_seconds()
     )
@@ -79,7 +83,7 @@ async def handle(record: Record) -> Hold | None:
                 return None
             if isinstance(message, SessionEnd):
                 return None
-            hold = join.add_message(message, record.partition)
+            hold = join.add_message(message, record.partition, record_context(record))
         else:
             result: AgentResult = decode(record.value, AgentResultAdapter, max_bytes=_limit)
             hold = join.add_result(result, record.partition)

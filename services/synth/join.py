@@ -34,6 +34,8 @@ class OpenTurn:
     holds: list[asyncio.Future[None]] = field(default_factory=list)
     timer: asyncio.TimerHandle | None = None
     finalizing: bool = False
+    # The trace context of the user message, so the final reply joins the turn's trace.
+    trace_context: object = None
 
     def missing(self, required: Iterable[str]) -> list[str]:
         return [a for a in required if a not in self.results]
@@ -76,13 +78,16 @@ class Join:
             turn.timer = loop.call_later(self._orphan_timeout_s, self._expire, turn)
         return turn
 
-    def add_message(self, message: UserMessage, partition: int) -> asyncio.Future[None] | None:
+    def add_message(
+        self, message: UserMessage, partition: int, trace_context: object = None
+    ) -> asyncio.Future[None] | None:
         if self.is_done(message.turn_id):
             return None
         turn = self._turn(message.turn_id, partition)
         if turn.message is not None:
             return None  # a duplicate delivery: the first copy is held already
         turn.message = message
+        turn.trace_context = trace_context
         loop = asyncio.get_running_loop()
         remaining = (message.deadline_at - datetime.now(UTC)).total_seconds()
         # A deadline that passed while we were down: wait a moment for the replay of

@@ -44,6 +44,7 @@ from coachbus.contracts.payloads import (
     DecisionSheet,
     Language,
     PatternClass,
+    PatternEvidence,
     Register,
     Resolution,
     SheetGoal,
@@ -53,7 +54,9 @@ from coachbus.contracts.payloads import (
 from coachbus.safety import (
     CATALOGUE,
     REQUIRED_NUMBERS,
+    crisis_reply,
     is_crisis,
+    resource_reminder,
     resources,
     screen_crisis,
     screen_steps,
@@ -61,6 +64,7 @@ from coachbus.safety import (
 from coachbus.text import (
     PROGRESS_RX,
     SETBACK_RX,
+    Phrase,
     detect_language,
     detect_register,
     extract_goals,
@@ -90,8 +94,34 @@ _AGAINST_STRETCH = (
     PatternClass.AVOIDANCE,
     PatternClass.SELF_CRITICISM,
 )
+# Turns after a crisis during which replies stay gentle (no hard forecasts, no
+# raised challenge).
+GENTLE_TURNS = 4
 # Patterns a reply should only name once Shadow is reasonably sure.
 PATTERN_MIN_CONFIDENCE = 0.3
+
+# Which goal domains a blocked step's domain touches: a stretch on the startup
+# clashes with a block on quitting the job or betting the savings, not with a block
+# on training through an injury.
+_RELATED: dict[str | None, frozenset[str]] = {
+    "work": frozenset({"work", "business", "money"}),
+    "money": frozenset({"money", "business", "work"}),
+    "fitness": frozenset({"fitness"}),
+    "nutrition": frozenset({"nutrition", "fitness"}),
+    "sleep": frozenset({"sleep", "work", "study", "business"}),
+    "relationships": frozenset({"relationships"}),
+}
+
+
+def _clashes(block: BlockedStep, target: str, message: str) -> bool:
+    """Does pushing ``target`` further risk the blocked step?"""
+    spec = CATALOGUE.get(block.step_id)
+    if spec is not None and spec.triggers.search(message):
+        return True  # the user is heading for the blocked step right now
+    if block.topic is None:
+        return True  # e.g. medication: any push is weighed against it
+    return target in _RELATED.get(block.topic, frozenset({block.topic}))
+
 
 _CRISIS_RANK = {
     CrisisCategory.NONE: 0,
@@ -145,7 +175,88 @@ def _safe_quote(q: str, markers: list[str]) -> bool:
         10 <= len(q) <= 110
         and not _ARTEFACT_IN_QUOTE.search(q)
         and not (markers and find_markers(q, markers))
+        and not is_crisis(screen_crisis(q))
     )
+
+
+# Patterns that belong to one goal: their quotes are only reflected back when they
+# are about the goal in focus ("you said you'd restart running" is confusing when
+# the user is talking about their novel).
+_GOAL_BOUND = (
+    PatternClass.AVOIDANCE,
+    PatternClass.PROCRASTINATION,
+    PatternClass.RESTARTING,
+    PatternClass.STEADY_PROGRESS,
+)
+_NEGATIVE = frozenset(PatternClass) - {PatternClass.STEADY_PROGRESS}
+# How recently a remembered pattern may be named on a setback or returning-goal turn.
+PATTERN_MEMORY_TURNS = 8
+
+
+# When several patterns show in one message, name the most specific, most
+# actionable one: a thinking pattern the user can change beats a behavioural summary.
+_SALIENCE: tuple[PatternClass, ...] = (
+    PatternClass.SELF_CRITICISM,
+    PatternClass.ALL_OR_NOTHING,
+    PatternClass.PERFECTIONISM,
+    PatternClass.OVERCOMMITMENT,
+    PatternClass.AVOIDANCE,
+    PatternClass.PROCRASTINATION,
+    PatternClass.RESTARTING,
+    PatternClass.STEADY_PROGRESS,
+)
+
+
+def _pattern_to_name(
+    patterns: Sequence[PatternEvidence],
+    primary: PatternClass | None,
+    signal: TurnSignal,
+    goal_on_track: bool = False,
+) -> PatternEvidence | None:
+    """Which pattern, if any, the reply should name this turn.
+
+    A pattern is named when it is live: shown in this very message, or — on a
+    setback or a returning goal — remembered from recent turns. Negative patterns
+    are never brought up on a progress report, and steady progress only is.
+    """
+    sure = [p for p in patterns if p.confidence >= PATTERN_MIN_CONFIDENCE]
+    if signal is TurnSignal.PROGRESS:
+        return next((p for p in sure if p.pattern is PatternClass.STEADY_PROGRESS), None)
+    live = [p for p in sure if p.turns_since == 0 and p.pattern in _NEGATIVE]
+    if live:
+        return min(live, key=lambda p: _SALIENCE.index(p.pattern))
+    if signal is TurnSignal.SETBACK or (signal is TurnSignal.REPEATED_GOAL and not goal_on_track):
+        recent = [
+            p for p in sure if p.pattern in _NEGATIVE and p.turns_since <= PATTERN_MEMORY_TURNS
+        ]
+        by_primary = [p for p in recent if p.pattern is primary]
+        pool = by_primary or recent
+        if pool:
+            return max(pool, key=lambda p: (p.confidence, -p.turns_since))
+    return None
+
+
+def _pick_quote(
+    pattern: PatternClass,
+    evidence: Sequence[str],
+    message: str,
+    focus_topic: str | None,
+    markers: list[str],
+) -> str | None:
+    """An earlier statement of the user's showing the pattern, if one fits.
+
+    Never the message just sent (reflecting a pattern connects now to before), never
+    one carrying a blocked step or crisis language, and for goal-bound patterns
+    only one about the goal in focus.
+    """
+    here = message.strip()
+    for q in reversed(evidence):
+        if q in here or not _safe_quote(q, markers):
+            continue
+        if pattern in _GOAL_BOUND and (focus_topic is None or focus_topic not in topics_of(q)):
+            continue
+        return q
+    return None
 
 
 _ARTEFACT_IN_QUOTE = re.compile(r"[\[\]{}<>]|\b[a-z]+_[a-z_]+\b")
@@ -196,9 +307,18 @@ def build_sheet(
         for b in never.values()
     ) or (stab is not None and stab.payload.overall == "high")
 
-    mode: Literal["coach", "safety", "crisis"] = (
-        "crisis" if is_crisis(crisis) else ("safety" if heading_for_risk else "coach")
+    after_crisis = (stab is not None and stab.payload.post_crisis) or (
+        stab is None and coach is not None and coach.payload.crisis_mode
     )
+    mode: Literal["coach", "safety", "crisis", "care"]
+    if is_crisis(crisis):
+        mode = "crisis"
+    elif after_crisis:
+        mode = "care"
+    elif heading_for_risk:
+        mode = "safety"
+    else:
+        mode = "coach"
 
     # Style from Plasticity, with conservative defaults.
     if plast is not None:
@@ -216,17 +336,22 @@ def build_sheet(
         length, reading = "medium", "standard"
         strategy = CoachingStrategy.MOTIVATIONAL_INTERVIEWING
 
-    if mode == "crisis" and plast is not None:
+    since = stab.payload.turns_since_crisis if stab is not None else None
+    gentle = mode in ("crisis", "care") or (since is not None and since <= GENTLE_TURNS)
+    if mode in ("crisis", "care") and plast is not None:
         conflicts.append(
             Resolution(
                 topic="strategy",
                 winner="stability",
                 overruled="plasticity",
                 rule="crisis_first",
-                detail=f"{crisis.category.value} screen: {strategy.value} coaching suspended",
+                detail=(
+                    f"{'crisis screen' if mode == 'crisis' else 'check-in after a crisis'}: "
+                    f"{strategy.value} coaching suspended"
+                ),
             )
         )
-    if mode in ("crisis", "safety") and plast is not None and tone.challenge > SAFE_CHALLENGE:
+    if (mode != "coach" or gentle) and plast is not None and tone.challenge > SAFE_CHALLENGE:
         conflicts.append(
             Resolution(
                 topic="challenge",
@@ -235,7 +360,7 @@ def build_sheet(
                 rule="safety_over_style",
                 detail=(
                     f"challenge {tone.challenge:.2f} capped at {SAFE_CHALLENGE} "
-                    f"while the turn is {mode}"
+                    f"while the turn is {mode if mode != 'coach' else 'soon after a crisis'}"
                 ),
             )
         )
@@ -292,18 +417,12 @@ def build_sheet(
                         ),
                     )
                 )
-        if sp.primary_pattern is not None and sp.confidence >= PATTERN_MIN_CONFIDENCE:
-            pattern = sp.primary_pattern
-            ev = next((p for p in sp.patterns if p.pattern is pattern), None)
-            if ev is not None:
-                pattern_occ = ev.occurrences
-                # Quote an earlier statement, not the message just sent: reflecting a
-                # pattern means connecting now to before.
-                here = msg.text.strip()
-                for q in reversed(ev.evidence):
-                    if q not in here and _safe_quote(q, markers):
-                        pattern_quote = q
-                        break
+        on_track = goal is not None and goal.progress_reports >= max(1, goal.setback_reports)
+        ev = _pattern_to_name(sp.patterns, sp.primary_pattern, signal, on_track)
+        if ev is not None:
+            pattern, pattern_occ = ev.pattern, ev.occurrences
+            focus_topic = focus.topic if focus is not None else (topics[0] if topics else None)
+            pattern_quote = _pick_quote(ev.pattern, ev.evidence, msg.text, focus_topic, markers)
     else:
         topics = topics_of(msg.text)
         if any(SETBACK_RX.search(s) for s in sentences(msg.text)):
@@ -318,8 +437,9 @@ def build_sheet(
     stretch = False
     if persona is not None and persona.payload.stretch_goals:
         target = persona.payload.stretch_goals[0]
-        if never:
-            steps = ", ".join(sorted(b.step_id or b.step for b in never.values()))
+        clashing = [b for b in never.values() if _clashes(b, target, msg.text)]
+        if clashing:
+            steps = ", ".join(sorted(b.step_id or b.step for b in clashing))
             conflicts.append(
                 Resolution(
                     topic=f"ambition:{target}",
@@ -329,7 +449,7 @@ def build_sheet(
                     detail=f"stretch on {target} dropped: blocked steps in play ({steps})",
                 )
             )
-        elif mode == "crisis":
+        elif mode in ("crisis", "care"):
             conflicts.append(
                 Resolution(
                     topic=f"ambition:{target}",
@@ -354,14 +474,17 @@ def build_sheet(
                     ),
                 )
             )
-        elif signal is TurnSignal.PROGRESS:
+        elif signal is TurnSignal.PROGRESS or (
+            focus is not None and focus.goal_id == target and (focus.follow_through or 0) >= 60
+        ):
+            # Ambition is welcome on a goal the evidence says is on track.
             stretch = True
 
-    lo, hi = CRISIS_WORDS if mode == "crisis" else LENGTH_WORDS[length]
+    lo, hi = CRISIS_WORDS if mode in ("crisis", "care") else LENGTH_WORDS[length]
     if mode == "safety":
         hi += 40  # the safer alternative must fit even in a "short" reply
     present = [a for a in ("shadow", "persona", "plasticity", "stability", "coach") if a in results]
-    confidence = 0.9 if mode == "crisis" else round(0.45 + 0.05 * len(present), 3)
+    confidence = 0.9 if mode in ("crisis", "care") else round(0.45 + 0.05 * len(present), 3)
     return DecisionSheet(
         language=language,
         formality=register,
@@ -373,14 +496,19 @@ def build_sheet(
         strategy=strategy,
         mode=mode,
         crisis=crisis,
-        resources=resources(crisis.category, language, register),
+        resources=(
+            resources(crisis.category, language, register)
+            if mode == "crisis"
+            else ([resource_reminder(language, register)] if mode == "care" else [])
+        ),
         focus_goal=focus,
         signal=signal,
         pattern=pattern if mode == "coach" else None,
         pattern_occurrences=pattern_occ,
         pattern_evidence=pattern_quote if mode == "coach" else None,
         message_topics=topics,
-        stretch=stretch and mode == "coach",
+        stretch=stretch and mode == "coach" and not gentle,
+        gentle=gentle,
         never_say=list(never.values()),
         conflicts=conflicts,
         missing=list(missing),
@@ -448,6 +576,8 @@ def validate(text: str, sheet: DecisionSheet) -> list[str]:
         problems.append(f"too short: {n} words, minimum {sheet.min_words}")
     if n > sheet.max_words:
         problems.append(f"too long: {n} words, maximum {sheet.max_words}")
+    if sheet.mode == "care" and not any(r in text for r in sheet.resources):
+        problems.append("check-in after a crisis lacks the help-line reminder")
     if sheet.mode == "crisis":
         key = (sheet.crisis.category, sheet.language)
         for number in REQUIRED_NUMBERS.get(key, ()):
@@ -463,6 +593,22 @@ def _minimal(sheet: DecisionSheet) -> str:
     )
 
 
+_LAST_RESORT = Phrase(
+    "Thanks for telling me. Before we decide anything, what matters most to you about this "
+    "right now?",
+    "Danke, dass du mir das erzählst. Bevor wir irgendetwas entscheiden: Was ist dir daran "
+    "gerade am wichtigsten?",
+    "Danke, dass Sie mir das erzählen. Bevor wir irgendetwas entscheiden: Was ist Ihnen "
+    "daran gerade am wichtigsten?",
+)
+
+
+def _last_resort(sheet: DecisionSheet) -> str:
+    if sheet.mode == "crisis":
+        return crisis_reply(sheet.crisis.category, sheet.language, sheet.formality)
+    return " ".join([_LAST_RESORT.get(sheet.language, sheet.formality), *sheet.resources])
+
+
 def synthesize(
     msg: UserMessage, results: Mapping[str, AgentResult], missing: Sequence[str]
 ) -> SynthOutcome:
@@ -473,18 +619,23 @@ def synthesize(
         # Bounded deterministic repair: drop the optional, user-derived parts.
         text = _minimal(sheet)
         problems = validate(text, sheet)
-    if problems and sheet.mode != "crisis":
+    if problems and sheet.mode not in ("crisis", "care"):
         # Still failing (e.g. a tiny word budget): widen the budget rather than send
         # something unsafe; the safety-relevant checks are unaffected by this.
         sheet = sheet.model_copy(update={"min_words": 0, "max_words": max(sheet.max_words, 220)})
         problems = validate(text, sheet)
+    if problems:
+        # Last resort: a reply built only from fixed, pre-checked sentences, so a
+        # defect in the phrase library can never ship a blocked step or an artefact.
+        text = _last_resort(sheet)
+        problems = validate(text, sheet.model_copy(update={"min_words": 0}))
     return SynthOutcome(
         text=text,
         language=sheet.language,
         conflicts=[Conflict(**c.model_dump()) for c in sheet.conflicts],
         sheet=sheet,
         problems=problems,
-        crisis_mode=sheet.mode == "crisis",
+        crisis_mode=sheet.mode in ("crisis", "care"),
         degraded=bool(missing),
         confidence=sheet.confidence if not problems else 0.2,
     )

@@ -324,10 +324,10 @@ ACK: dict[TurnSignal, tuple[Phrase, ...]] = {
         Phrase(
             "Your {en} keeps coming back across our conversations, which tells me it matters "
             "to you.",
-            "{De_nom} taucht in unseren Gesprächen immer wieder auf — das zeigt mir, dass es "
-            "dir wichtig ist.",
-            "{De_nom} taucht in unseren Gesprächen immer wieder auf — das zeigt mir, dass es "
-            "Ihnen wichtig ist.",
+            "{De_nom} taucht in unseren Gesprächen immer wieder auf — das zeigt mir, dass dir "
+            "das wichtig ist.",
+            "{De_nom} taucht in unseren Gesprächen immer wieder auf — das zeigt mir, dass Ihnen "
+            "das wichtig ist.",
         ),
     ),
     TurnSignal.NEW_GOAL: (
@@ -390,6 +390,60 @@ SAFETY_INTRO = (
         "Optionen offenhält.",
     ),
 )
+# Health-related blocks (medication, injury, diet, sleep) need a different opening
+# than a risky venture: the drive to feel better is met with care, not strategy.
+SAFETY_INTRO_HEALTH = (
+    Phrase(
+        "It's good that you want to look after yourself — and with your health, the careful "
+        "route is usually the faster one.",
+        "Gut, dass du auf dich achten willst — bei der Gesundheit ist der vorsichtige Weg "
+        "meist auch der schnellere.",
+        "Gut, dass Sie auf sich achten wollen — bei der Gesundheit ist der vorsichtige Weg "
+        "meist auch der schnellere.",
+    ),
+)
+_VENTURE_STEPS = frozenset({"quit_job_abruptly", "all_savings", "debt_for_venture"})
+SAFETY_QUESTIONS: dict[str, Phrase] = {
+    "stop_medication": Phrase(
+        "When could you talk to your doctor about how you've been feeling?",
+        "Wann könntest du mit deiner Ärztin oder deinem Arzt darüber sprechen, wie es dir "
+        "gerade geht?",
+        "Wann könnten Sie mit Ihrer Ärztin oder Ihrem Arzt darüber sprechen, wie es Ihnen "
+        "gerade geht?",
+    ),
+    "train_through_injury": Phrase(
+        "Who could take a look at the injury this week — a doctor or a physio?",
+        "Wer könnte sich die Verletzung diese Woche ansehen — Ärztin, Arzt oder Physio?",
+        "Wer könnte sich die Verletzung diese Woche ansehen — Ärztin, Arzt oder Physio?",
+    ),
+    "crash_diet": Phrase(
+        "Which one small change would you be willing to keep for a month?",
+        "Welche eine kleine Änderung würdest du einen Monat lang beibehalten wollen?",
+        "Welche eine kleine Änderung würden Sie einen Monat lang beibehalten wollen?",
+    ),
+    "sleep_deprivation": Phrase(
+        "What could come off your list to protect your sleep?",
+        "Was könnte von deiner Liste fliegen, damit dein Schlaf geschützt bleibt?",
+        "Was könnte von Ihrer Liste fliegen, damit Ihr Schlaf geschützt bleibt?",
+    ),
+}
+
+CARE_OPEN = Phrase(
+    "Thank you for writing back, and for letting me know how you are.",
+    "Danke, dass du dich wieder meldest und mir sagst, wie es dir geht.",
+    "Danke, dass Sie sich wieder melden und mir sagen, wie es Ihnen geht.",
+)
+CARE_MIDDLE = Phrase(
+    "There's no need to think about goals right now — rest and the people around you come first.",
+    "Um Ziele musst du dich gerade nicht kümmern — Ruhe und die Menschen um dich herum gehen vor.",
+    "Um Ziele müssen Sie sich gerade nicht kümmern — Ruhe und die Menschen um Sie herum gehen vor.",
+)
+CARE_QUESTION = Phrase(
+    "How are you feeling right now?",
+    "Wie geht es dir gerade?",
+    "Wie geht es Ihnen gerade?",
+)
+
 SAFER = Phrase(
     "A safer way to move forward: {safer}.",
     "Ein sichererer Weg nach vorn: {safer}.",
@@ -403,12 +457,12 @@ SAFER_MORE = Phrase(
 
 PATTERN: dict[PatternClass, Phrase] = {
     PatternClass.AVOIDANCE: Phrase(
-        "I notice a pattern: the {en} gets stated, then quietly pushed aside when something "
-        "easier is in reach.",
+        "I notice a pattern: the {en} gets announced, then quietly pushed aside as soon as "
+        "something else takes over.",
         "Mir fällt ein Muster auf: {de_nom} wird angekündigt und dann leise zur Seite "
-        "geschoben, sobald etwas Leichteres in Reichweite ist.",
+        "geschoben, sobald etwas anderes Vorrang bekommt.",
         "Mir fällt ein Muster auf: {de_nom} wird angekündigt und dann leise zur Seite "
-        "geschoben, sobald etwas Leichteres in Reichweite ist.",
+        "geschoben, sobald etwas anderes Vorrang bekommt.",
     ),
     PatternClass.PROCRASTINATION: Phrase(
         "The start keeps moving to 'later' — that's a signal the first step is still too big "
@@ -685,11 +739,11 @@ def parts(sheet: DecisionSheet) -> list[_Part]:
         out.append(_Part("ack", _fmt(pick(ACK[sheet.signal], seed), sheet, label), True))
 
     # Safety redirect: only steps the message is heading for now get a safer path.
+    current = [b for b in sheet.never_say if b.confidence >= 0.75] or sheet.never_say[:1]
     if sheet.mode == "safety":
-        out.append(
-            _Part("safety", pick(SAFETY_INTRO, seed, 1).get(sheet.language, sheet.formality), True)
-        )
-        current = [b for b in sheet.never_say if b.confidence >= 0.75] or sheet.never_say[:1]
+        venture = any(b.step_id in _VENTURE_STEPS for b in current[:1])
+        intro = pick(SAFETY_INTRO if venture else SAFETY_INTRO_HEALTH, seed, 1)
+        out.append(_Part("safety", intro.get(sheet.language, sheet.formality), True))
         for i, b in enumerate(current[:2]):
             spec = CATALOGUE.get(b.step_id)
             safer = spec.safer.get(sheet.language, sheet.formality) if spec else b.safer_alternative
@@ -707,7 +761,7 @@ def parts(sheet: DecisionSheet) -> list[_Part]:
 
     # Follow-through, said plainly only when the evidence is clear either way.
     ft = sheet.focus_goal.follow_through if sheet.focus_goal else None
-    if ft is not None and sheet.mode == "coach":
+    if ft is not None and sheet.mode == "coach" and not sheet.gentle:
         # Never deflate a progress report with a low forecast; name it on other turns.
         if ft < 35 and sheet.signal is not TurnSignal.PROGRESS:
             out.append(_Part("follow", FOLLOW_LOW.get(sheet.language, sheet.formality), False))
@@ -725,7 +779,9 @@ def parts(sheet: DecisionSheet) -> list[_Part]:
 
     # Close with one question (autonomy-supportive), unless the step already asks one.
     if sheet.mode == "safety":
-        out.append(_Part("question", SAFETY_QUESTION.get(sheet.language, sheet.formality), True))
+        first = current[0].step_id if current else ""
+        q_safe = SAFETY_QUESTIONS.get(first, SAFETY_QUESTION)
+        out.append(_Part("question", q_safe.get(sheet.language, sheet.formality), True))
     elif sheet.strategy is not S.MOTIVATIONAL_INTERVIEWING:
         q_ph = pick(QUESTION[sheet.strategy], seed, 3)
         out.append(_Part("question", q_ph.get(sheet.language, sheet.formality), False))
@@ -740,6 +796,16 @@ def render(sheet: DecisionSheet) -> str:
     """Deterministic prose from the sheet alone, within its word budget."""
     if sheet.mode == "crisis":
         return crisis_reply(sheet.crisis.category, sheet.language, sheet.formality)
+    if sheet.mode == "care":
+        lang, reg = sheet.language, sheet.formality
+        return " ".join(
+            [
+                CARE_OPEN.get(lang, reg),
+                CARE_MIDDLE.get(lang, reg),
+                *sheet.resources,
+                CARE_QUESTION.get(lang, reg),
+            ]
+        )
     markers = [m for b in sheet.never_say for m in b.markers]
     cands = [p for p in parts(sheet) if not (markers and find_markers(p.text, markers))]
     for key in _DROP_ORDER:

@@ -92,6 +92,10 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["llm-sim"]:
         # The simulator owns its flags; hand them over untouched.
         return _llm_sim(argv[1:])
+    if argv[:1] == ["docs"]:
+        from coachbus.docs import main as docs
+
+        return docs(argv[1:])
     if argv[:1] == ["chat"]:
         from coachbus.chat import main as chat
 
@@ -121,6 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     imp = sub.add_parser("import", help="load a state file written by 'coachbus export'")
     imp.add_argument("file")
     imp.set_defaults(fn=_snapshot)
+    sub.add_parser("docs", help="regenerate docs/asyncapi/*.json and docs/openapi.json")
     sub.add_parser("chat", help="chat with a running gateway (see --help after it)")
     sub.add_parser("llm-sim", help="OpenAI-compatible LLM simulator (see --help after it)")
     args = parser.parse_args(argv)

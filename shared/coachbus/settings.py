@@ -85,6 +85,10 @@ class CoachbusSettings(BaseSettings):
     gateway_host: str = "127.0.0.1"
     api_keys: Annotated[list[ApiKey], NoDecode] = Field(default_factory=list)
     max_message_chars: int = Field(default=8_000, ge=1)
+    # Per API key: sustained messages per minute (bursts up to the same number).
+    rate_limit_per_minute: int = Field(default=60, ge=1)
+    # Browser origins allowed to call the API (CORS); empty: same origin only.
+    cors_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
     # Synth gives up waiting for missing agents after this long and answers degraded.
     turn_deadline_ms: int = Field(default=20_000, ge=100)
     # Key-ordered concurrency: how many turns of different users one replica runs at once.
@@ -122,6 +126,13 @@ class CoachbusSettings(BaseSettings):
                 raise ValueError(f"unknown role {parts[2]!r} (only 'reviewer' is known)")
             keys.append({"user_id": parts[0], "key": parts[1], "reviewer": len(parts) == 3})
         return keys
+
+    @field_validator("cors_origins", mode="before")
+    @classmethod
+    def _parse_origins(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [v.strip() for v in value.split(",") if v.strip()]
+        return value
 
     @field_validator("synth_required_agents", mode="before")
     @classmethod

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 from collections import deque
@@ -119,7 +120,7 @@ class KeyedDispatcher:
         # FastStream's in-memory test broker hands a fake consumer without offsets;
         # only a real one (anything with highwater/commit) gets commits.
         if self._consumer is None and hasattr(consumer, "highwater"):
-            self._consumer = consumer  # type: ignore[assignment]
+            self._consumer = consumer
             self._committer = asyncio.create_task(self._commit_loop(), name="coachbus-commit")
         await self._capacity.acquire()
         tp = TopicPartition(record.topic, record.partition)
@@ -159,7 +160,7 @@ class KeyedDispatcher:
                 else:
                     self._capacity.release()
                     self._deactivate(job.part)
-                    hold.add_done_callback(lambda f, j=job: self._finish_held(j, f))
+                    hold.add_done_callback(functools.partial(self._finish_held, job))
         finally:
             del self._queues[key]
             del self._workers[key]

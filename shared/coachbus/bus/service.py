@@ -29,6 +29,8 @@ from faststream.kafka.annotations import KafkaMessage
 from faststream.kafka.prometheus import KafkaPrometheusMiddleware
 from faststream.middlewares import AckPolicy
 from faststream.specification import AsyncAPI
+from opentelemetry.context import Context
+from opentelemetry.trace import SpanKind
 from prometheus_client import make_asgi_app
 from pydantic import BaseModel, TypeAdapter
 
@@ -55,6 +57,7 @@ from coachbus.settings import (
     get_settings,
 )
 from coachbus.topics import Topic
+from coachbus.tracing import extract_context, inject_headers, setup_tracing, turn_span
 
 log = logging.getLogger(__name__)
 
@@ -139,6 +142,11 @@ class PartitionGate:
 ANSWERED_LOOKBACK = 5_000
 
 
+def record_context(record: Record) -> Context:
+    """The trace context a record carries in its headers (aiokafka: (str, bytes) pairs)."""
+    return extract_context(dict(record.headers or ()))
+
+
 class AnsweredTurns:
     """A bounded set of turn ids this agent has published a result for."""
 
@@ -215,7 +223,10 @@ class AgentRuntime:
     async def publish(self, topic: Topic | str, event: BaseModel, *, key: str) -> None:
         """Publish and wait for the broker's acknowledgement (at-least-once)."""
         name = self.topic(topic) if isinstance(topic, Topic) else topic
-        await self.broker.publish(encode(event), name, key=key.encode(), headers=JSON_HEADERS)
+        # The current trace context rides along, so one trace spans the whole turn.
+        await self.broker.publish(
+            encode(event), name, key=key.encode(), headers=inject_headers(JSON_HEADERS)
+        )
 
     async def _write_raw(self, topic: str, value: bytes | None, key: str) -> None:
         if value is not None:
@@ -255,7 +266,8 @@ class AgentRuntime:
             reason=reason[:2000],
             error_type=error_type,
             original_b64=base64.b64encode(record.value or b"").decode(),
-            **ids,
+            turn_id=ids["turn_id"],
+            user_id=ids["user_id"],
         )
         await self.publish(Topic.DLQ, letter, key=letter.key or letter.user_id or "")
         DLQ_MESSAGES.labels(self.service, error_type).inc()
@@ -317,6 +329,7 @@ class AgentRuntime:
     ) -> KeyedDispatcher:
         """Subscribe the router to ``topics`` with this service's group, dispatching
         records key-ordered and committing only what is done."""
+
         async def gated(record: Record) -> Hold | None:
             if self.kafka_io and not await self.gate.wait(record.partition):
                 # Revoked before its state arrived: leave it uncommitted for the next owner.
@@ -403,8 +416,15 @@ class AgentRuntime:
                     MESSAGES.labels(self.service, record.topic, "duplicate").inc()
                     return None
                 started = time.perf_counter()
-                result = await fn(message)
-                await self.publish(output, result, key=message.user_id)
+                with turn_span(
+                    f"{self.service}.turn",
+                    message.turn_id,
+                    self.service,
+                    parent=record_context(record),
+                    kind=SpanKind.CONSUMER,
+                ):
+                    result = await fn(message)
+                    await self.publish(output, result, key=message.user_id)
                 answered.add(message.turn_id)
                 tier = getattr(result, "tier", "deterministic")
                 AGENT_LATENCY.labels(self.service, tier, "ok").observe(
@@ -429,6 +449,7 @@ class AgentRuntime:
 
     async def _startup(self) -> None:
         setup_logging(self.service, self.settings.log_level)
+        setup_tracing(f"coachbus-{self.service}")
         if self.kafka_io:
             await wait_for_broker(self.kafka)
             await ensure_topics(self.settings, self.kafka)

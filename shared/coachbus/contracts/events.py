@@ -23,7 +23,7 @@ from coachbus.contracts.payloads import (
     StabilityPayload,
 )
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION: Literal[1] = 1
 
 AgentName = Literal["shadow", "persona", "plasticity", "stability", "coach"]
 AGENTS: tuple[AgentName, ...] = ("shadow", "persona", "plasticity", "stability", "coach")
@@ -145,15 +145,17 @@ class _AgentResult(Event):
         fallback_reason: str | None = None,
     ) -> Self:
         """The result of ``message``; ``started`` is a ``time.perf_counter()`` reading."""
-        return cls(
-            turn_id=message.turn_id,
-            session_id=message.session_id,
-            user_id=message.user_id,
-            tier=tier,
-            payload=payload,
-            usage=usage or Usage(),
-            latency_ms=(time.perf_counter() - started) * 1000,
-            fallback_reason=fallback_reason,
+        return cls.model_validate(
+            {
+                "turn_id": message.turn_id,
+                "session_id": message.session_id,
+                "user_id": message.user_id,
+                "tier": tier,
+                "payload": payload,
+                "usage": usage or Usage(),
+                "latency_ms": (time.perf_counter() - started) * 1000,
+                "fallback_reason": fallback_reason,
+            }
         )
 
 

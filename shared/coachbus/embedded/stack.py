@@ -8,6 +8,7 @@ import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from coachbus.bus.admin import ensure_topics, wait_for_broker
 from coachbus.embedded.broker import EmbeddedBroker, free_port
@@ -74,7 +75,7 @@ class Stack:
             env["COACHBUS_API_KEYS"] = f"dev:{self.api_key}"
         self.env = env
         merged = {**os.environ, **env}
-        settings = CoachbusSettings(_env_file=None, **_coachbus_from(merged))  # type: ignore[call-arg]
+        settings = CoachbusSettings(**_coachbus_from(merged))
         kafka = KafkaSettings(bootstrap_servers=bootstrap)
         await wait_for_broker(kafka)
         await ensure_topics(settings, kafka)
@@ -120,11 +121,11 @@ class Stack:
             self.broker = None
 
 
-def _coachbus_from(env: dict[str, str]) -> dict[str, str]:
+def _coachbus_from(env: dict[str, str]) -> dict[str, Any]:
     """Settings values given as COACHBUS_* variables, as keyword arguments."""
     prefix = "COACHBUS_"
     fields = CoachbusSettings.model_fields
-    out = {}
+    out: dict[str, Any] = {}
     for key, value in env.items():
         if key.startswith(prefix) and value:
             name = key[len(prefix) :].lower()
