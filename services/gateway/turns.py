@@ -71,6 +71,12 @@ class TurnStore:
 
     async def add_reply(self, reply: Reply) -> None:
         view = self.open(reply.turn_id, reply.user_id, reply.session_id)
+        if reply.kind == "coach_delta":
+            # Streamed pieces go straight to live listeners; the view keeps only the
+            # whole reply, which follows as kind "coach".
+            if view.coach is None:
+                await self._emit(view, "coach_delta", reply.model_dump_json())
+            return
         if reply.kind == "coach":
             if view.coach is not None:
                 return  # duplicate delivery

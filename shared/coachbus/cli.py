@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import sys
 from pathlib import Path
@@ -22,6 +23,7 @@ def _run(args: argparse.Namespace) -> int:
         gateway_port=args.port,
         log_dir=Path(args.log_dir),
         snapshot=None if args.no_snapshot else Path(args.snapshot),
+        llm=args.llm,
     )
 
     async def main() -> None:
@@ -37,6 +39,15 @@ def _run(args: argparse.Namespace) -> int:
         if stack.api_key:
             print(f"  API key:  {stack.api_key}   (user 'dev'; set COACHBUS_API_KEYS to choose)")
         print(f"  logs:     {config.log_dir}/")
+        llm = {
+            "none": "deterministic tier only (set COACHBUS_LLM_BASE_URL for LLM tiers)"
+            if not stack.env.get("COACHBUS_LLM_BASE_URL")
+            and not os.environ.get("COACHBUS_LLM_BASE_URL")
+            else "LLM tiers from COACHBUS_LLM_*",
+            "sim": "LLM simulator (coachbus llm-sim) as small and strong tier",
+            "local": "SmolLM2-135M on this CPU (llama.cpp) as the small tier",
+        }[args.llm]
+        print(f"  thinking: {llm}")
         print(
             "  try:     curl -s -X POST -H 'Authorization: Bearer <key>' "
             f'-d \'{{"text":"I keep putting off my thesis"}}\' '

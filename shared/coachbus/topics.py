@@ -28,6 +28,7 @@ class Topic(StrEnum):
     BLACKBOARD = "blackboard"
     PROFILES = "profiles"
     SAFETY = "safety"
+    MEMORY = "memory"
 
 
 AGENT_TOPICS: dict[str, Topic] = {
@@ -38,7 +39,9 @@ AGENT_TOPICS: dict[str, Topic] = {
     "coach": Topic.COACH,
 }
 
-COMPACTED: frozenset[Topic] = frozenset({Topic.BLACKBOARD, Topic.PROFILES, Topic.SAFETY})
+COMPACTED: frozenset[Topic] = frozenset(
+    {Topic.BLACKBOARD, Topic.PROFILES, Topic.SAFETY, Topic.MEMORY}
+)
 
 
 @dataclass(frozen=True, slots=True)

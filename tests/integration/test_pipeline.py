@@ -155,3 +155,29 @@ async def test_invalid_message_is_dead_lettered_by_every_consumer(
     async with httpx.AsyncClient(timeout=30) as client:
         turn_id = await send(client, rs, "alice", "Still there?")
         assert (await events(client, rs, "alice", turn_id))[-1][0] == "final"
+
+
+async def test_every_service_metrics_pass_promtool(running_stack: RunningStack) -> None:
+    import os
+    import shutil
+    import subprocess
+
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        if os.environ.get("CI"):
+            pytest.fail("promtool is missing in CI (.ci/run installs Debian's prometheus)")
+        pytest.skip("promtool not installed (apt-get install prometheus)")
+    supervisor = running_stack.stack.supervisor
+    assert supervisor is not None
+    ports = {
+        name: running_stack.stack.config.service_ports[name] for name in supervisor.names
+    }
+    async with httpx.AsyncClient(timeout=10) as client:
+        for name, port in ports.items():
+            body = (await client.get(f"http://127.0.0.1:{port}/metrics")).text
+            assert "coachbus_agent_latency_seconds" in body, name
+            checked = subprocess.run(
+                [promtool, "check", "metrics"], input=body.encode(), capture_output=True
+            )
+            # promtool exits 1 on lint problems and 3 on unparsable input.
+            assert checked.returncode == 0, f"{name}: {checked.stdout!r} {checked.stderr!r}"

@@ -43,10 +43,12 @@ from coachbus.contracts import (
     DeadLetter,
     EraseRequest,
     Event,
+    HumanReviewRequest,
     SessionEnd,
     UserInputAdapter,
     UserMessage,
 )
+from coachbus.llm import LLMClient, LLMSettings, Router, describe
 from coachbus.logs import setup_logging
 from coachbus.metrics import AGENT_LATENCY, DLQ_MESSAGES, MESSAGES, REGISTRY
 from coachbus.settings import (
@@ -212,6 +214,11 @@ class AgentRuntime:
         # Tests without a broker (FastStream's TestKafkaBroker) switch this off.
         self.kafka_io = True
         self.gate = PartitionGate()
+        # How this service thinks: the deterministic tier always, LLM tiers when an
+        # endpoint is configured; the router picks the cheapest that carries it.
+        self.llm_settings = LLMSettings()
+        self.llm = LLMClient(self.llm_settings) if self.llm_settings.enabled else None
+        self.router = Router(client=self.llm, publish_human_review=self._publish_review)
 
     # ------------------------------------------------------------------ naming
 
@@ -249,6 +256,9 @@ class AgentRuntime:
             view.apply(user_id, None)
         for hook in self.erase_hooks:
             await hook(user_id)
+
+    async def _publish_review(self, request: HumanReviewRequest) -> None:
+        await self.publish(Topic.HUMAN_REVIEW, request, key=request.user_id)
 
     async def dead_letter(self, record: Record, reason: str, error_type: str) -> None:
         ids: dict[str, str | None] = {"turn_id": None, "user_id": None}
@@ -450,6 +460,7 @@ class AgentRuntime:
     async def _startup(self) -> None:
         setup_logging(self.service, self.settings.log_level)
         setup_tracing(f"coachbus-{self.service}")
+        log.info("%s: %s", self.service, describe(self.llm_settings))
         if self.kafka_io:
             await wait_for_broker(self.kafka)
             await ensure_topics(self.settings, self.kafka)
@@ -468,6 +479,8 @@ class AgentRuntime:
             await view.stop()
         if self._producer is not None:
             await self._producer.stop()
+        if self.llm is not None:
+            await self.llm.aclose()
 
     def build_app(self, *routers: KafkaRouter, http_app: Any = None) -> CoachbusApp:
         """The service's app; ``http_app`` (an ASGI app) serves every other HTTP path."""

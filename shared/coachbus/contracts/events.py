@@ -204,8 +204,11 @@ class Conflict(BaseModel):
 
 
 class Reply(Event):
-    kind: Literal["coach", "final", "human"]
+    # coach_delta: a streamed piece of the Coach's reply (``seq`` orders them); the
+    # whole Coach reply follows as one ``coach`` reply.
+    kind: Literal["coach", "coach_delta", "final", "human"]
     text: str
+    seq: int | None = Field(default=None, ge=0)
     degraded: bool = False
     missing_agents: list[AgentName] = Field(default_factory=list)
     conflicts: list[Conflict] = Field(default_factory=list)

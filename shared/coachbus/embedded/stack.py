@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,10 @@ class StackConfig:
     restart: bool = True
     # Where the embedded broker's state is kept across runs (None: not kept).
     snapshot: Path | None = None
+    # none: deterministic tier (or whatever COACHBUS_LLM_* says); sim: the LLM
+    # simulator as the small and strong tier; local: a real small model on this CPU.
+    llm: str = "none"
+    llm_port: int | None = None
 
     @classmethod
     def ephemeral(cls, **kwargs: object) -> StackConfig:
@@ -52,6 +57,7 @@ class Stack:
         self.api_key: str | None = None
         self.env: dict[str, str] = {}
         self._settings: CoachbusSettings | None = None
+        self.local_model: Any = None
         self._kafka: KafkaSettings | None = None
 
     @property
@@ -83,14 +89,43 @@ class Stack:
         if self.broker is not None and cfg.snapshot is not None and cfg.snapshot.exists():
             restored = await import_snapshot(settings, kafka, cfg.snapshot)
             log.info("restored %d state records from %s", restored, cfg.snapshot)
-        specs = []
-        for name in cfg.services:
-            port = cfg.gateway_port if name == "gateway" else cfg.service_ports.get(name)
-            if port is None:
-                from coachbus.bus.service import DEFAULT_PORTS
+        specs: list[ServiceSpec] = []
+        if cfg.llm == "sim":
+            port = cfg.llm_port or free_port()
+            specs.append(
+                ServiceSpec(
+                    name="llm-sim",
+                    port=port,
+                    command=[
+                        sys.executable,
+                        "-m",
+                        "coachbus.cli",
+                        "llm-sim",
+                        "--host",
+                        "127.0.0.1",
+                        "--port",
+                        str(port),
+                    ],
+                    health_path="/health",
+                )
+            )
+            env["COACHBUS_LLM_BASE_URL"] = f"http://127.0.0.1:{port}/v1"
+        elif cfg.llm == "local":
+            from coachbus.llm.local import LocalModelServer
 
-                port = DEFAULT_PORTS[name]
-            specs.append(ServiceSpec(name=name, port=port))
+            log_file = cfg.log_dir / "llm-local.log" if cfg.log_dir else None
+            self.local_model = LocalModelServer(port=cfg.llm_port, log_path=log_file)
+            log.info("starting the local model server (first start loads the model)…")
+            await asyncio.to_thread(self.local_model.start)
+            env.update(self.local_model.env())
+        from coachbus.bus.service import DEFAULT_PORTS
+
+        for name in cfg.services:
+            if name == "gateway":
+                service_port = cfg.gateway_port
+            else:
+                service_port = cfg.service_ports.get(name, DEFAULT_PORTS[name])
+            specs.append(ServiceSpec(name=name, port=service_port))
         self.supervisor = Supervisor(specs, env=env, log_dir=cfg.log_dir, restart=cfg.restart)
         await self.supervisor.start()
         try:
@@ -119,6 +154,9 @@ class Stack:
         if self.broker is not None:
             await asyncio.to_thread(self.broker.stop)
             self.broker = None
+        if self.local_model is not None:
+            await asyncio.to_thread(self.local_model.stop)
+            self.local_model = None
 
 
 def _coachbus_from(env: dict[str, str]) -> dict[str, Any]:

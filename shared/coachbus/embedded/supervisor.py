@@ -30,8 +30,13 @@ class ServiceSpec:
     port: int
     env: dict[str, str] = field(default_factory=dict)
     module: str | None = None
+    # A process that is not a FastStream service (the LLM simulator): its own argv.
+    command: list[str] | None = None
+    health_path: str = "/healthz"
 
     def argv(self) -> list[str]:
+        if self.command is not None:
+            return list(self.command)
         target = self.module or f"services.{self.name}.main:app"
         return [
             sys.executable,
@@ -154,7 +159,8 @@ class Supervisor:
         deadline = time.monotonic() + timeout_s
         async with httpx.AsyncClient(timeout=2.0) as client:
             for n in names:
-                url = f"http://127.0.0.1:{self._children[n].spec.port}/healthz"
+                spec = self._children[n].spec
+                url = f"http://127.0.0.1:{spec.port}{spec.health_path}"
                 while True:
                     with contextlib.suppress(httpx.HTTPError):
                         if (await client.get(url)).status_code < 300:

