@@ -44,8 +44,9 @@ from coachbus.text import (
 )
 from services.coach import phrases as P
 
-# Turns after a crisis during which Coach stays in a gentle check-in mode.
-POST_CRISIS_TURNS = 2
+# Turns after a crisis during which Coach stays in a gentle check-in mode: only the
+# next one — after that, the user decides whether to return to their goals.
+POST_CRISIS_TURNS = 1
 
 
 def _fill(ph: Phrase, lang: Language, reg: Register, label: TopicLabel, **extra: str) -> str:

@@ -228,16 +228,18 @@ QUESTION_GENERIC = (
     ),
 )
 
+# Deliberately not about the topic: the same opener has to fit "quit my job" and
+# "stop my medication".
 RISKY_OPEN = (
     Phrase(
-        "That's a big move, and I can hear how much the {en} means to you.",
-        "Das ist ein großer Schritt, und ich höre, wie viel dir {de_nom} bedeutet.",
-        "Das ist ein großer Schritt, und ich höre, wie viel Ihnen {de_nom} bedeutet.",
+        "I can hear how much you want things to change.",
+        "Ich höre, wie sehr du willst, dass sich etwas ändert.",
+        "Ich höre, wie sehr Sie wollen, dass sich etwas ändert.",
     ),
     Phrase(
-        "I can feel the energy behind this — the {en} clearly matters.",
-        "Ich spüre die Energie dahinter — {de_nom} ist dir sichtlich wichtig.",
-        "Ich spüre die Energie dahinter — {de_nom} ist Ihnen sichtlich wichtig.",
+        "Thanks for telling me what you're considering — that's worth thinking through together.",
+        "Danke, dass du mir sagst, was du vorhast — das lohnt sich, gemeinsam durchzudenken.",
+        "Danke, dass Sie mir sagen, was Sie vorhaben — das lohnt sich, gemeinsam durchzudenken.",
     ),
 )
 RISKY_STEP = Phrase(

@@ -28,6 +28,8 @@ from coachbus.contracts.payloads import (
 )
 from coachbus.contracts.state import PersonaProfile
 from coachbus.text import (
+    PROGRESS_RX,
+    SETBACK_RX,
     Language,
     Register,
     detect_language,
@@ -59,14 +61,16 @@ BIG_DECISION = _rx(
     r"gründ\w*|ersparnis\w*|erspartes"
 )
 PERFECTIONISM = _rx(r"perfect\w*|not good enough|perfekt\w*|nicht gut genug")
-PROGRESS = _rx(
-    r"\bi did it\b|managed to|finished|went (?:for a run|running|to the gym)|\bi ran\b|kept it up|"
-    r"geschafft|erledigt|durchgezogen|drangeblieben|war (?:\w+ )?laufen|bin (?:\w+ )?gelaufen"
-)
 HABIT = _rx(
     r"every (?:morning|evening|night)|routine|habit|after (?:breakfast|work|coffee|dinner)|"
     r"jeden (?:morgen|abend)|gewohnheit|routine|nach dem (?:frühstück|kaffee|abendessen)"
 )
+
+
+def _reports_progress(text: str) -> bool:
+    # Same cues as Shadow's, setbacks first ("nicht geschafft" contains "geschafft").
+    sents = sentences(text)
+    return not any(SETBACK_RX.search(s) for s in sents) and bool(PROGRESS_RX.search(text))
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,7 +167,7 @@ def choose_strategy(
         return S.VALUES_CLARIFICATION, "a big, hard-to-undo decision is on the table", 0.7
     if PERFECTIONISM.search(msg_text) or last_pattern is PatternClass.PERFECTIONISM:
         return S.COGNITIVE_REFRAMING, "perfectionist standards are blocking action", 0.65
-    if PROGRESS.search(msg_text):
+    if _reports_progress(msg_text):
         return S.SOLUTION_FOCUSED, "the user reports progress worth building on", 0.65
     if last_pattern in (PatternClass.AVOIDANCE, PatternClass.PROCRASTINATION):
         return S.IMPLEMENTATION_INTENTIONS, "known avoidance: fix when and where in advance", 0.6

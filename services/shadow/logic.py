@@ -35,7 +35,9 @@ from coachbus.contracts.state import (
     PatternRecord,
     TopicRecord,
 )
+from coachbus.safety import is_crisis, screen_crisis
 from coachbus.text import (
+    WORRY_RX,
     Language,
     content_stems,
     detect_language,
@@ -137,6 +139,13 @@ def _apply(b: Blackboard, msg: UserMessage) -> None:
 
     sents = sentences(text)
     msg_topics = _update_topics(b, sents, turn)
+    # A crisis message is not material for goals or pattern quotes: nothing from it
+    # should ever be reflected back in a coaching reply.
+    if is_crisis(screen_crisis(text)):
+        b.last_focus_goal = None
+        b.last_signals = [TurnSignal.NONE.value]
+        b.last_topics = msg_topics
+        return
     signals: list[TurnSignal] = []
     touched: list[str] = []
 
@@ -163,7 +172,7 @@ def _apply(b: Blackboard, msg: UserMessage) -> None:
                 del g.sessions[:-MAX_SESSIONS]
                 g.session_count += 1
                 signals.append(TurnSignal.REPEATED_GOAL)
-                if g.setbacks > 0 and g.setbacks >= g.progress:
+                if g.setbacks > g.progress:
                     # Re-announcing a goal in a new session after it stalled.
                     _record_pattern(b, PatternClass.RESTARTING, gm.quote, session, turn)
             # The user's latest wording is the goal as it stands now.
@@ -173,7 +182,7 @@ def _apply(b: Blackboard, msg: UserMessage) -> None:
     # Progress and setbacks, attributed per sentence to the goals they are about.
     reported: dict[str, TurnSignal] = {}
     for sent in sents:
-        if SETBACK.search(sent):
+        if SETBACK.search(sent) and not WORRY_RX.search(sent):
             kind = TurnSignal.SETBACK
         elif PROGRESS.search(sent):
             kind = TurnSignal.PROGRESS
@@ -219,7 +228,9 @@ def _apply(b: Blackboard, msg: UserMessage) -> None:
     if PatternClass.OVERCOMMITMENT not in seen and (
         len(stated) >= 3 or (new_goals and len(active) >= OVERCOMMIT_ACTIVE_GOALS)
     ):
-        q = stated[0].quote if stated else quote(sents[0] if sents else text)
+        # Only a message that itself lists many goals is a quote showing the pattern;
+        # "many goals open over weeks" has no single sentence to quote.
+        q = stated[0].quote if len(stated) >= 3 else ""
         _record_pattern(b, PatternClass.OVERCOMMITMENT, q, session, turn)
 
     _cap_goals(b)
@@ -349,6 +360,7 @@ def _pattern_evidence(b: Blackboard) -> list[PatternEvidence]:
             confidence=pattern_confidence(rec),
             occurrences=rec.occurrences,
             evidence=list(rec.evidence),
+            turns_since=max(0, b.turn_count - rec.last_turn),
         )
         for rec in b.patterns.values()
         if rec.occurrences > 0

@@ -165,10 +165,17 @@ def _payload(
     else:
         # A clean regex screen can still miss a paraphrase; the router may ask a model.
         confidence = 0.8
+    # The turn right after a crisis (its event was recorded on the previous turn).
+    last = s.crisis_history[-1] if s.crisis_history else None
+    post_crisis = not is_crisis(crisis) and last is not None and last.turn == s.turn_count - 1
+    if post_crisis and overall == "low":
+        overall = "moderate"
     return StabilityPayload(
         risks=risks,
         blocked_steps=blocked,
         crisis=crisis,
         overall=overall,
+        post_crisis=post_crisis,
+        turns_since_crisis=(s.turn_count - last.turn) if last is not None else None,
         confidence=round(confidence, 3),
     )

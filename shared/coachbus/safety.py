@@ -251,6 +251,21 @@ _CRISIS_CLOSE: dict[CrisisCategory, Phrase] = {
 }
 
 
+_REMINDER = Phrase(
+    "If it gets heavy again, you can call or text 988 (US), call Samaritans on 116 123 "
+    "(UK and Ireland), or 112 in an emergency — day and night.",
+    "Wenn es wieder schwer wird: Die Telefonseelsorge ist rund um die Uhr unter "
+    "0800 111 0 111 oder 0800 111 0 222 erreichbar, im Notfall der 112.",
+    "Wenn es wieder schwer wird: Die Telefonseelsorge ist rund um die Uhr unter "
+    "0800 111 0 111 oder 0800 111 0 222 erreichbar, im Notfall der 112.",
+)
+
+
+def resource_reminder(language: Language, register: Register) -> str:
+    """One sentence keeping help lines in view on the turn after a crisis."""
+    return _REMINDER.get(language, register)
+
+
 def crisis_reply(category: CrisisCategory, language: Language, register: Register) -> str:
     """The safe reply for a crisis: acknowledgement, help lines, one safety question."""
     if category is CrisisCategory.NONE:

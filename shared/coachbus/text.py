@@ -217,7 +217,8 @@ _TOPIC_PATTERNS: dict[str, str] = {
     "relationships": r"partner|wife|husband|girlfriend|boyfriend|kids?|children|family|"
     r"friends?|mum|mom|dad|mother|father|sister|brother|familie|freund\w*|kinder|"
     r"mann\b|frau\b|mutter|vater|schwester|bruder|eltern",
-    "work": r"job|boss|career|office|colleagues?|manager|promotion|work\b|working|"
+    "work": r"job|boss|career|office|colleagues?|manager|promotion|work\b|working|notice\b|"
+    r"resign\w*|kündig\w*|"
     r"beruf\w*|arbeit\w*|chef\w*|kolleg\w*|büro|karriere|beförder\w*|stelle\b",
 }
 
@@ -319,7 +320,10 @@ _DE_GOAL = re.compile(
     r"habe\s+vor,?|hab\s+vor,?)|"
     r"mein\s+(?:großes\s+|neues\s+|eigentliches\s+)?(?:ziel|vorsatz|plan|traum)\s+"
     r"(?:ist|war)(?:\s+es)?,?|"
-    r"diese\s+woche\s+(?:will|möchte|werde)\s+ich)"
+    r"diese\s+woche\s+(?:will|möchte|werde)\s+ich|"
+    # Verb-second order after an adverb: "Außerdem will ich …", "Jetzt möchte ich …".
+    r"(?:außerdem|jetzt|dann|auch|endlich|nun|ab\s+sofort|dieses\s+jahr)\s+"
+    r"(?:will|möchte|werde)\s+ich(?:\s+(?:auch|endlich|unbedingt|wirklich))?)"
     r"\s+(?P<goal>[^.!?;\n]+)",
     re.I,
 )
@@ -395,20 +399,27 @@ def extract_goals(text: str, language: Language = "en") -> list[GoalMention]:
 SETBACK_RX = re.compile(
     r"\b(?:didn'?t|did not|haven'?t|have not|hasn'?t|couldn'?t|wasn'?t able|never got|"
     r"failed to|forgot to)\b|\bskipped|\bmissed\b|gave up|fell off|not once|zero times|"
-    r"nothing happened|no progress|blew it|broke my streak|back to zero|"
+    r"nothing happened|no progress|blew it|broke my streak|back to zero|\bis stuck\b|"
+    r"stuck again|komme nicht weiter|hängt fest|"
     r"nicht geschafft|wieder nicht|nicht gemacht|ausgelassen|verpasst|aufgegeben|"
     r"nicht dazu gekommen|nicht hingekriegt|kein einziges mal|nie gemacht|keinmal|"
     r"habe? (?:es |das )?nicht|war nicht|hab(?:e)? keine? (?:zeile|minute|runde)",
     re.I,
 )
+# Worry about the future is not a report: "afraid I won't manage again".
+WORRY_RX = re.compile(
+    r"\b(?:afraid|scared|worried|worry|fear|angst|sorge\w*|fürchte|befürchte)\b", re.I
+)
 PROGRESS_RX = re.compile(
     r"\bi did it\b|\bmanaged to\b|\bi went (?:for a |to the |running|out for)|\bi ran\b|"
-    r"\bfinished\b|\bcompleted\b|\bi wrote\b|kept it up|stuck to|actually did|got it done|"
+    r"\bfinished\b|\bcompleted\b|\bi wrote\b|kept it up|stuck to\b|actually did|got it done|"
     r"\bmade it\b|ticked off|\bi(?:'ve| have) been (?:running|writing|going|practi[sc]ing|"
     r"saving|meditating|sleeping better)|(?:twice|three times|\d+ times) this week|"
     r"on track|\bstreak\b|wrote \d+|\bran \d+|"
     r"geschafft|durchgezogen|drangeblieben|erledigt|eingehalten|hingekriegt|"
-    r"war (?:\w+ )?(?:laufen|joggen|schwimmen|im fitnessstudio)|bin (?:\w+ )?gelaufen|"
+    r"war (?:\w+ ){0,3}(?:laufen|joggen|schwimmen|im fitnessstudio)|bin (?:\w+ ){0,3}gelaufen|"
+    r"klappt (?:es |das )?(?:\w+ )?(?:besser|gut)|läuft (?:es |das )?(?:\w+ )?(?:besser|gut)|"
+    r"going (?:much |a lot )?better|went well|is working|"
     r"habe? (?:\w+ ){0,4}(?:geschrieben|gelernt|geübt|meditiert|gespart)|"
     r"(?:zweimal|dreimal|\d+ mal) (?:diese|letzte) woche",
     re.I,

@@ -7,9 +7,9 @@ fields freely, but renaming or removing one is a new ``schema_version``.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 
 Score01 = float
 Language = Literal["en", "de"]
@@ -70,6 +70,9 @@ class PatternEvidence(_Model):
     confidence: Score01 = Field(ge=0, le=1)
     occurrences: int = Field(ge=1)
     evidence: list[str] = Field(description="quotes that show the pattern")
+    # Turns since the pattern last showed (0 = in the latest message): lets Synth name
+    # a pattern when it is live, not on every turn after it was once seen.
+    turns_since: int = Field(default=0, ge=0)
 
 
 class TurnSignal(StrEnum):
@@ -189,6 +192,15 @@ class Risk(_Model):
     detectability: int = Field(ge=1, le=5, description="5 = hardest to notice in time")
     reversibility: int = Field(ge=1, le=5, description="5 = hardest to undo")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _computed_priority_is_not_input(cls, data: Any) -> Any:
+        # ``priority`` is serialised for consumers but derived, not stored: drop it on
+        # the way in, or a round trip through the wire would fail extra="forbid".
+        if isinstance(data, dict) and "priority" in data:
+            return {k: v for k, v in data.items() if k != "priority"}
+        return data
+
     @computed_field  # type: ignore[prop-decorator]
     @property
     def priority(self) -> int:
@@ -220,6 +232,11 @@ class StabilityPayload(_Model):
     blocked_steps: list[BlockedStep]
     crisis: CrisisScreen
     overall: RiskLevel
+    # The previous message screened as a crisis: this turn is a check-in, not coaching.
+    post_crisis: bool = False
+    # Turns since the last crisis this user had (None: none remembered); Synth keeps
+    # the tone gentle for a while afterwards.
+    turns_since_crisis: int | None = Field(default=None, ge=0)
     # Confidence of the risk screen (crisis + blocked steps), for the router.
     confidence: Score01 = Field(default=1.0, ge=0, le=1)
 
@@ -286,7 +303,9 @@ class DecisionSheet(_Model):
     max_words: int = Field(ge=1)
     tone: SheetTone
     strategy: CoachingStrategy
-    mode: Literal["coach", "safety", "crisis"]
+    # coach: ordinary turn; safety: the user is heading for a blocked step; crisis:
+    # the crisis screen fired; care: the turn right after a crisis (check-in only).
+    mode: Literal["coach", "safety", "crisis", "care"]
     crisis: CrisisScreen
     resources: list[str] = Field(default_factory=list, description="help lines, localised")
     focus_goal: SheetGoal | None = None
@@ -296,6 +315,7 @@ class DecisionSheet(_Model):
     pattern_evidence: str | None = Field(default=None, description="a short quote of the user's")
     message_topics: list[str] = Field(default_factory=list)
     stretch: bool = Field(default=False, description="an ambition push survived the policy")
+    gentle: bool = Field(default=False, description="soon after a crisis: no hard truths")
     never_say: list[BlockedStep] = Field(default_factory=list)
     conflicts: list[Resolution] = Field(default_factory=list)
     missing: list[str] = Field(default_factory=list)

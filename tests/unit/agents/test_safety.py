@@ -1,0 +1,160 @@
+"""The shared crisis screen, help resources and risky-step catalogue."""
+
+from __future__ import annotations
+
+import pytest
+
+from coachbus import safety
+from coachbus.contracts.payloads import CrisisCategory
+from coachbus.text import find_markers
+
+pytestmark = pytest.mark.unit
+
+C = CrisisCategory
+
+
+@pytest.mark.parametrize(
+    ("message", "category"),
+    [
+        ("I don't want to live anymore.", C.SUICIDAL_IDEATION),
+        ("Sometimes I think about killing myself.", C.SUICIDAL_IDEATION),
+        ("Ich will nicht mehr leben.", C.SUICIDAL_IDEATION),
+        ("Ich denke an Suizid.", C.SUICIDAL_IDEATION),
+        ("I cut myself again last night.", C.SELF_HARM),
+        ("Ich ritze mich wieder.", C.SELF_HARM),
+        ("My husband hits me when he drinks.", C.ABUSE),
+        ("Mein Mann schlägt mich.", C.ABUSE),
+        ("I have chest pain and can't breathe.", C.MEDICAL_EMERGENCY),
+        ("Ich habe zu viele Tabletten genommen.", C.MEDICAL_EMERGENCY),
+    ],
+)
+def test_crisis_screen_finds_each_category(message: str, category: CrisisCategory) -> None:
+    screen = safety.screen_crisis(message)
+    assert screen.category is category
+    assert screen.escalated
+    assert screen.matched
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "This job is killing me.",
+        "I'm dying to try the new trail.",
+        "I killed it at the gym today.",
+        "Ich bin todmüde, aber gut gelaufen.",
+        "I want to quit sugar.",
+    ],
+)
+def test_idioms_do_not_trigger(message: str) -> None:
+    screen = safety.screen_crisis(message)
+    assert screen.category is C.NONE
+    assert not screen.escalated
+
+
+def test_negated_mention_still_escalates_with_lower_confidence() -> None:
+    screen = safety.screen_crisis("Don't worry, I would never kill myself.")
+    assert screen.category is C.SUICIDAL_IDEATION
+    assert screen.escalated
+    assert screen.confidence < 0.5
+
+
+@pytest.mark.parametrize("category", [c for c in C if c is not C.NONE])
+@pytest.mark.parametrize(
+    ("language", "register"), [("en", "informal"), ("de", "informal"), ("de", "formal")]
+)
+def test_crisis_reply_has_required_help_lines(
+    category: CrisisCategory, language: str, register: str
+) -> None:
+    reply = safety.crisis_reply(category, language, register)  # type: ignore[arg-type]
+    for number in safety.REQUIRED_NUMBERS[(category, language)]:  # type: ignore[index]
+        assert number in reply
+    if language == "de" and register == "formal":
+        assert " du " not in reply
+        assert " dich " not in reply
+    if language == "de" and register == "informal":
+        assert " Sie " not in reply
+
+
+def test_risky_steps_found_in_the_ambition_message() -> None:
+    hits = safety.screen_steps(
+        "I want to quit my job tomorrow and go all in on my startup with all my savings."
+    )
+    assert {h.spec.step_id for h in hits} == {"quit_job_abruptly", "all_savings"}
+
+
+def test_training_daily_is_only_risky_when_injured() -> None:
+    assert safety.screen_steps("I want to train every day.") == []
+    hits = safety.screen_steps("I want to train every day.", {"injury"})
+    assert [h.spec.step_id for h in hits] == ["train_through_injury"]
+    hits = safety.screen_steps("Mein Knie tut weh, aber ich will jeden Tag trainieren.")
+    assert [h.spec.step_id for h in hits] == ["train_through_injury"]
+
+
+def test_medication_and_diet_steps_in_german() -> None:
+    assert [h.spec.step_id for h in safety.screen_steps("Ich will meine Tabletten absetzen.")] == [
+        "stop_medication"
+    ]
+    assert [h.spec.step_id for h in safety.screen_steps("Ich mache eine Crash-Diät.")] == [
+        "crash_diet"
+    ]
+
+
+# A reply that slipped each step through, in English and German: the step's
+# markers must catch both.
+SLIPS: dict[str, tuple[str, str]] = {
+    "quit_job_abruptly": ("Just quit your job and go for it.", "Kündige einfach und leg los."),
+    "all_savings": ("Put all your savings into it.", "Steck alle Ersparnisse hinein."),
+    "debt_for_venture": ("Take out a loan to fund it.", "Du könntest einen Kredit aufnehmen."),
+    "crash_diet": ("Try a crash diet for two weeks.", "Mach eine Crash-Diät."),
+    "stop_medication": ("You could stop taking the pills.", "Du kannst die Tabletten absetzen."),
+    "train_through_injury": (
+        "Train every day and push through the pain.",
+        "Trainier jeden Tag trotz der Schmerzen.",
+    ),
+    "confront_abuser_alone": ("Confront him about it tonight.", "Stell ihn heute zur Rede."),
+    "sleep_deprivation": ("Sleep less and pull an all-nighter.", "Du könntest weniger schlafen."),
+}
+
+
+def test_catalogue_and_slip_table_cover_the_same_steps() -> None:
+    assert set(SLIPS) == set(safety.CATALOGUE)
+
+
+@pytest.mark.parametrize("step_id", sorted(SLIPS))
+def test_markers_catch_a_slipped_step_in_both_languages(step_id: str) -> None:
+    spec = safety.CATALOGUE[step_id]
+    assert all(m == m.lower() for m in spec.markers)
+    en, de = SLIPS[step_id]
+    assert find_markers(en, spec.markers), en
+    assert find_markers(de, spec.markers), de
+
+
+@pytest.mark.parametrize("step_id", sorted(SLIPS))
+def test_risk_frame_is_in_range(step_id: str) -> None:
+    risk = safety.CATALOGUE[step_id].risk()
+    for v in (risk.severity, risk.detectability, risk.reversibility):
+        assert 1 <= v <= 5
+    assert risk.priority == risk.severity * risk.detectability * risk.reversibility
+
+
+def test_safer_alternatives_never_contain_any_blocked_marker() -> None:
+    # The safer path is what replies offer while steps are blocked: it must not trip
+    # the validator itself, for any combination of blocked steps.
+    every_marker = [m for s in safety.CATALOGUE.values() for m in s.markers]
+    for spec in safety.CATALOGUE.values():
+        for lang, reg in (("en", "informal"), ("de", "informal"), ("de", "formal")):
+            text = spec.safer.get(lang, reg)  # type: ignore[arg-type]
+            assert find_markers(text, every_marker) == [], (spec.step_id, lang, reg)
+
+
+def test_crisis_replies_contain_no_blocked_marker() -> None:
+    every_marker = [m for s in safety.CATALOGUE.values() for m in s.markers]
+    for category in (c for c in C if c is not C.NONE):
+        for lang, reg in (("en", "informal"), ("de", "informal"), ("de", "formal")):
+            reply = safety.crisis_reply(category, lang, reg)  # type: ignore[arg-type]
+            assert find_markers(reply, every_marker) == []
+
+
+def test_conditions_are_detected() -> None:
+    assert safety.detect_conditions("My knee hurts since Sunday.") == {"injury"}
+    assert "medication" in safety.detect_conditions("I take antidepressants.")
