@@ -36,6 +36,8 @@ class StackConfig:
     # simulator as the small and strong tier; local: a real small model on this CPU.
     llm: str = "none"
     llm_port: int | None = None
+    # Extra replicas per service (same consumer group: partitions are shared out).
+    replicas: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def ephemeral(cls, **kwargs: object) -> StackConfig:
@@ -126,6 +128,14 @@ class Stack:
             else:
                 service_port = cfg.service_ports.get(name, DEFAULT_PORTS[name])
             specs.append(ServiceSpec(name=name, port=service_port))
+            for n in range(2, cfg.replicas.get(name, 1) + 1):
+                specs.append(
+                    ServiceSpec(
+                        name=f"{name}-{n}",
+                        port=free_port(),
+                        module=f"services.{name}.main:app",
+                    )
+                )
         self.supervisor = Supervisor(specs, env=env, log_dir=cfg.log_dir, restart=cfg.restart)
         await self.supervisor.start()
         try:
