@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import json
+from pathlib import Path
 
 import httpx
 import pytest
 from openai import AsyncOpenAI, AuthenticationError, NotFoundError
 
 from coachbus.bus.state import read_latest
-from coachbus.settings import KafkaSettings
+from coachbus.embedded.snapshot import export_snapshot
+from coachbus.settings import CoachbusSettings, KafkaSettings
 from tests.integration.conftest import KEYS, RunningStack, events, send
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
@@ -103,7 +106,9 @@ async def test_crisis_reaches_reviewer_and_answer_reaches_only_the_user(
         assert again.status_code == 404
 
 
-async def test_erase_leaves_nothing_readable(running_stack: RunningStack) -> None:
+async def test_erase_leaves_nothing_readable(
+    running_stack: RunningStack, tmp_path: Path
+) -> None:
     rs = running_stack
     kafka = KafkaSettings(bootstrap_servers=rs.bootstrap)
     async with httpx.AsyncClient(timeout=30) as client:
@@ -124,8 +129,46 @@ async def test_erase_leaves_nothing_readable(running_stack: RunningStack) -> Non
                 if all(s is not None and s[1] is None for s in states.values()):
                     break
                 await asyncio.sleep(0.2)
+        # A snapshot taken now (what `make run` writes on stop) holds nothing of her.
+        snapshot = tmp_path / "state.jsonl"
+        settings = CoachbusSettings(topic_prefix=rs.prefix, partitions=3)
+        await export_snapshot(settings, kafka, snapshot)
+        rows = [json.loads(line) for line in snapshot.read_text().splitlines()[1:]]
+        assert rows, "the snapshot should hold the other users' state"
+        assert all(row["key"] != "alice" for row in rows)
         # A new message after erasure starts from nothing.
         turn_id = await send(client, rs, "alice", "Hello again.")
         stream = await events(client, rs, "alice", turn_id)
         shadow = next(d for n, d in stream if n == "agent" and d["agent"] == "shadow")
         assert shadow["payload"]["blackboard_version"] == 1
+
+
+async def test_cli_chat_against_the_running_stack(running_stack: RunningStack) -> None:
+    import sys
+
+    rs = running_stack
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "coachbus.cli", "chat",
+        "--url", rs.url, "--key", KEYS["bob"], "--session", "cli-test",
+        "I want to cook at home three evenings a week.",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(proc.communicate(), 90)
+    text = out.decode()
+    assert proc.returncode == 0, err.decode()[-2000:]
+    # The Coach's immediate reply first, then the synthesis.
+    assert text.index("coach ›") < text.index("coachbus ›")
+    assert "agents]" in text
+
+
+async def test_cors_is_off_unless_configured(running_stack: RunningStack) -> None:
+    rs = running_stack
+    async with httpx.AsyncClient(timeout=10) as client:
+        preflight = await client.options(
+            f"{rs.url}/v1/sessions/s1/messages",
+            headers={
+                "Origin": "https://evil.example",
+                "Access-Control-Request-Method": "POST",
+            },
+        )
+    assert "access-control-allow-origin" not in preflight.headers

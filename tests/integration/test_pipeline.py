@@ -160,7 +160,6 @@ async def test_invalid_message_is_dead_lettered_by_every_consumer(
 async def test_every_service_metrics_pass_promtool(running_stack: RunningStack) -> None:
     import os
     import shutil
-    import subprocess
 
     promtool = shutil.which("promtool")
     if promtool is None:
@@ -176,8 +175,12 @@ async def test_every_service_metrics_pass_promtool(running_stack: RunningStack) 
         for name, port in ports.items():
             body = (await client.get(f"http://127.0.0.1:{port}/metrics")).text
             assert "coachbus_agent_latency_seconds" in body, name
-            checked = subprocess.run(
-                [promtool, "check", "metrics"], input=body.encode(), capture_output=True
-            )
+            proc = await asyncio.create_subprocess_exec(
+                promtool, "check", "metrics",
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+            )  # fmt: skip
+            out, err = await proc.communicate(body.encode())
             # promtool exits 1 on lint problems and 3 on unparsable input.
-            assert checked.returncode == 0, f"{name}: {checked.stdout!r} {checked.stderr!r}"
+            assert proc.returncode == 0, f"{name}: {out!r} {err!r}"

@@ -48,3 +48,51 @@ async def test_turn_store_dedupes_and_is_bounded() -> None:
     store.open("t3", "u", "s")
     assert store.get("t1", "u") is None  # the oldest turn was evicted
     assert len(store) == 2
+
+
+def test_cors_allows_configured_origins_only() -> None:
+    from fastapi.testclient import TestClient
+
+    from coachbus.settings import CoachbusSettings
+    from services.gateway.api import create_api
+    from services.gateway.review import ReviewQueue
+
+    async def publish(_message: object) -> None:
+        return None
+
+    settings = CoachbusSettings(cors_origins=["https://app.example"])  # type: ignore[arg-type]
+    api = create_api(settings, KeyRing([]), TurnStore(), publish, ReviewQueue(), publish)  # type: ignore[arg-type]
+    client = TestClient(api)
+    headers = {"Access-Control-Request-Method": "POST"}
+    ok = client.options("/v1/me", headers={"Origin": "https://app.example", **headers})
+    assert ok.headers.get("access-control-allow-origin") == "https://app.example"
+    bad = client.options("/v1/me", headers={"Origin": "https://evil.example", **headers})
+    assert "access-control-allow-origin" not in bad.headers
+
+
+def test_rate_limited_send_gets_429_with_retry_after() -> None:
+    from fastapi.testclient import TestClient
+
+    from coachbus.settings import CoachbusSettings
+    from services.gateway.api import create_api
+    from services.gateway.review import ReviewQueue
+
+    sent: list[object] = []
+
+    async def publish(message: object) -> None:
+        sent.append(message)
+
+    settings = CoachbusSettings(rate_limit_per_minute=2)
+    ring = KeyRing([ApiKey(user_id="a", key=SecretStr("k1"))])
+    api = create_api(settings, ring, TurnStore(), publish, ReviewQueue(), publish)  # type: ignore[arg-type]
+    client = TestClient(api)
+    auth = {"Authorization": "Bearer k1"}
+    codes = [
+        client.post("/v1/sessions/s/messages", json={"text": "hi"}, headers=auth).status_code
+        for _ in range(3)
+    ]
+    assert codes == [202, 202, 429]
+    blocked = client.post("/v1/sessions/s/messages", json={"text": "hi"}, headers=auth)
+    assert int(blocked.headers["Retry-After"]) >= 1
+    assert blocked.headers["content-type"].startswith("application/problem+json")
+    assert len(sent) == 2  # nothing published for refused requests
