@@ -2,39 +2,132 @@
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import time
+from typing import cast
 
 from faststream.kafka import KafkaRouter
 
 from coachbus.bus.service import AgentRuntime
 from coachbus.contracts import CoachResult, Reply, UserMessage, utcnow
+from coachbus.contracts.payloads import CoachPayload
 from coachbus.contracts.state import Blackboard, SafetyState
+from coachbus.llm import LLMClient, LLMTier, Message, PromptBuilder, Router
+from coachbus.memory import MemoryRecord, context_for
 from coachbus.metrics import COACH_FIRST_REPLY
 from coachbus.topics import Topic
-from services.coach import logic
+from services.coach import logic, prompts
+from services.coach.stream import DeltaPublisher, StreamingLLM
 
 runtime = AgentRuntime("coach")
 router = KafkaRouter()
 boards = runtime.table_view(Topic.BLACKBOARD, Blackboard)
 safety = runtime.table_view(Topic.SAFETY, SafetyState)
+memory = runtime.table_view(Topic.MEMORY, MemoryRecord)
+
+
+@functools.cache
+def _builder() -> PromptBuilder:
+    # Built on the first LLM turn only: the token counter loads a tokenizer.
+    return PromptBuilder(runtime.llm_settings)
+
+
+async def _warm_prompts() -> None:
+    # Load the tokenizer at start-up, not inside the first turn's deadline.
+    if runtime.llm is not None:
+        await asyncio.to_thread(_builder)
+
+
+runtime.startup_hooks.append(_warm_prompts)
+
+
+def _reply(message: UserMessage, kind: str, text: str, **extra: object) -> Reply:
+    return Reply.model_validate(
+        {
+            "turn_id": message.turn_id,
+            "session_id": message.session_id,
+            "user_id": message.user_id,
+            "kind": kind,
+            "text": text,
+            **extra,
+        }
+    )
 
 
 @runtime.agent(router, output=Topic.COACH)
 async def handle(message: UserMessage) -> CoachResult:
     """Answer at once from what is already known (blackboard, last blocked steps,
     crisis screen of the new message)."""
+    # Below the policy's confidence a small model writes the reply instead, streamed
+    # to the user as it is written (the docstring is the AsyncAPI description).
     started = time.perf_counter()
-    payload = logic.quick_reply(message, boards.get(message.user_id), safety.get(message.user_id))
-    reply = Reply(
-        turn_id=message.turn_id,
-        session_id=message.session_id,
-        user_id=message.user_id,
-        kind="coach",
-        text=payload.text,
-        language=payload.language,
+    board, state = boards.get(message.user_id), safety.get(message.user_id)
+    payload = logic.quick_reply(message, board, state)
+    register = logic.register_for(message, payload.language, board, state)
+
+    async def publish_delta(text: str, seq: int) -> None:
+        piece = _reply(
+            message, "coach_delta", text, seq=seq, tier="small", language=payload.language
+        )
+        await runtime.publish(Topic.REPLIES, piece, key=message.user_id)
+
+    sink = DeltaPublisher(
+        publish_delta,
+        lambda text: prompts.problems(text, payload, register, partial=True),
+        holdback=prompts.longest_marker(payload),
+        min_words=prompts.LANGUAGE_AFTER_WORDS,
+    )
+    decider = runtime.router
+    if runtime.llm is not None and not payload.crisis_mode:
+        # A router of its own whose client streams (same policy): the router still
+        # picks the tier and bounds the repair loop, the pieces reach the user live.
+        streaming = StreamingLLM(runtime.llm, sink, lambda text: prompts.CoachDraft(text=text))
+        decider = Router(policy=runtime.router.policy, client=cast(LLMClient, streaming))
+
+    def deterministic() -> tuple[CoachPayload, float]:
+        # A crisis (or the check-in after one) gets the safe reply at once, never a
+        # model's: full confidence keeps every LLM tier out of it.
+        return payload, 1.0 if payload.crisis_mode else payload.confidence
+
+    def build(tier: LLMTier, errors: list[str]) -> list[Message]:
+        ctx = context_for(memory.get(message.user_id), message)
+        return prompts.messages(_builder(), ctx, payload, register, errors)
+
+    def convert(parsed: object) -> CoachPayload:
+        assert isinstance(parsed, prompts.CoachDraft)
+        return payload.model_copy(
+            update={"text": parsed.text, "grounded_on": [*payload.grounded_on, "llm"]}
+        )
+
+    outcome = await decider.decide(
+        kind="coach_reply",
+        agent="coach",
+        deterministic=deterministic,
+        build_messages=build,
+        response_model=prompts.CoachDraft,
+        budget=message.budget,
+        validate=lambda value: prompts.problems(value.text, value, register),
+        convert=convert,
+    )
+    final = outcome.value
+    if outcome.tier != "deterministic":
+        await sink.finish()
+    reply = _reply(
+        message,
+        "coach",
+        final.text,
+        language=final.language,
+        tier=outcome.tier,
+        usage=outcome.usage,
     )
     await runtime.publish(Topic.REPLIES, reply, key=message.user_id)
-    COACH_FIRST_REPLY.labels("deterministic").observe(
-        (utcnow() - message.created_at).total_seconds()
+    COACH_FIRST_REPLY.labels(outcome.tier).observe((utcnow() - message.created_at).total_seconds())
+    return CoachResult.for_message(
+        message,
+        final,
+        started=started,
+        tier=outcome.tier,
+        usage=outcome.usage,
+        fallback_reason=outcome.fallback_reason,
     )
-    return CoachResult.for_message(message, payload, started=started)

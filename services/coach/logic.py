@@ -73,6 +73,15 @@ def _register(msg: UserMessage, lang: Language, *known: Register | None) -> Regi
     return "formal"
 
 
+def register_for(
+    msg: UserMessage, lang: Language, board: Blackboard | None, safety: SafetyState | None
+) -> Register:
+    """du or Sie for this reply, as :func:`quick_reply` chose it."""
+    return _register(
+        msg, lang, board.formality if board else None, safety.formality if safety else None
+    )
+
+
 def _primary_pattern(board: Blackboard | None) -> PatternClass | None:
     if board is None:
         return None

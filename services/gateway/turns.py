@@ -104,6 +104,10 @@ class TurnStore:
             view.events.append((event, data))
             view.changed.notify_all()
 
+    def turns_of(self, user_id: str) -> list[TurnView]:
+        """The user's turns still held, newest first."""
+        return [v for v in reversed(self._turns.values()) if v.user_id == user_id]
+
     def drop_user(self, user_id: str) -> int:
         gone = [t for t, v in self._turns.items() if v.user_id == user_id]
         for turn_id in gone:

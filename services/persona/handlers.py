@@ -2,20 +2,43 @@
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import time
 
 from faststream.kafka import KafkaRouter
+from pydantic import BaseModel
 
+from coachbus import ocean
 from coachbus.bus.service import AgentRuntime
 from coachbus.contracts import PersonaResult, UserMessage
 from coachbus.contracts.state import Blackboard, PersonaProfile
+from coachbus.llm import LLMTier, Message, PromptBuilder
+from coachbus.memory import MemoryRecord, context_for
 from coachbus.topics import Topic
-from services.persona import logic
+from services.persona import logic, prompts
+from services.persona.prompts import PersonaDecision
 
 runtime = AgentRuntime("persona")
 router = KafkaRouter()
 profiles = runtime.owned_store(Topic.PROFILES, PersonaProfile)
 boards = runtime.table_view(Topic.BLACKBOARD, Blackboard)
+memory = runtime.table_view(Topic.MEMORY, MemoryRecord)
+
+
+@functools.cache
+def _builder() -> PromptBuilder:
+    # Built on the first LLM turn only: the token counter loads a tokenizer.
+    return PromptBuilder(runtime.llm_settings)
+
+
+async def _warm_prompts() -> None:
+    # Load the tokenizer at start-up, not inside the first turn's deadline.
+    if runtime.llm is not None:
+        await asyncio.to_thread(_builder)
+
+
+runtime.startup_hooks.append(_warm_prompts)
 
 
 @runtime.agent(router, output=Topic.PERSONA)
@@ -24,7 +47,39 @@ async def handle(message: UserMessage) -> PersonaResult:
     recurring goals, follow-through and growth opportunities."""
     started = time.perf_counter()
     profile = profiles.get(message.user_id)
-    updated, payload = logic.observe(profile, boards.get(message.user_id), message)
-    if profile is None or updated.version != profile.version:
-        await profiles.put(message.user_id, updated)
-    return PersonaResult.for_message(message, payload, started=started)
+    board = boards.get(message.user_id)
+    updated, payload = logic.observe(profile, board, message)
+    if profile is not None and updated.version == profile.version:
+        # Already folded in (a redelivery): the evidence must not be counted twice.
+        return PersonaResult.for_message(message, payload, started=started)
+
+    def build(tier: LLMTier, errors: list[str]) -> list[Message]:
+        ctx = context_for(memory.get(message.user_id), message)
+        return prompts.messages(_builder(), ctx, errors)
+
+    def convert(parsed: BaseModel) -> PersonaDecision:
+        assert isinstance(parsed, prompts.ItemsCall)
+        cues = prompts.merge(ocean.score_items(message.text), list(parsed.items))
+        # From the profile as it was: the regex cues must not be applied as well.
+        profile_, payload_ = logic.observe(profile, board, message, cues=cues)
+        return PersonaDecision(profile_, payload_, list(parsed.items))
+
+    outcome = await runtime.router.decide(
+        kind="ocean_update",
+        agent="persona",
+        deterministic=lambda: (PersonaDecision(updated, payload), payload.confidence),
+        build_messages=build,
+        response_model=prompts.ItemsCall,
+        budget=message.budget,
+        validate=lambda d: prompts.check(d, message.text),
+        convert=convert,
+    )
+    await profiles.put(message.user_id, outcome.value.profile)
+    return PersonaResult.for_message(
+        message,
+        outcome.value.payload,
+        started=started,
+        tier=outcome.tier,
+        usage=outcome.usage,
+        fallback_reason=outcome.fallback_reason,
+    )

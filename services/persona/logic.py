@@ -45,9 +45,16 @@ _AMBITION = re.compile(
 
 
 def observe(
-    profile: PersonaProfile | None, board: Blackboard | None, msg: UserMessage
+    profile: PersonaProfile | None,
+    board: Blackboard | None,
+    msg: UserMessage,
+    *,
+    cues: list[ocean.ItemCue] | None = None,
 ) -> tuple[PersonaProfile, PersonaPayload]:
-    """Fold one message into (a copy of) the profile; idempotent per turn id."""
+    """Fold one message into (a copy of) the profile; idempotent per turn id.
+
+    ``cues`` are item readings from an LLM tier; without them the cue phrases
+    score the message. Either way the same accounting applies."""
     base = profile if profile is not None else PersonaProfile(user_id=msg.user_id)
     if base.has_applied(msg.turn_id):
         return base, build_payload(base, board, None)
@@ -65,7 +72,7 @@ def observe(
         del p.sessions[:-MAX_SESSIONS]
         p.session_count += 1
     p.turns_seen += 1
-    ocean.apply_cues(p.items, ocean.score_items(msg.text))
+    ocean.apply_cues(p.items, ocean.score_items(msg.text) if cues is None else cues)
 
     for gm in extract_goals(msg.text, lang):
         seen = p.goal_sessions.setdefault(gm.goal_id, [])

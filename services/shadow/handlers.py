@@ -2,19 +2,41 @@
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import time
 
 from faststream.kafka import KafkaRouter
+from pydantic import BaseModel
 
 from coachbus.bus.service import AgentRuntime
 from coachbus.contracts import ShadowResult, UserMessage
 from coachbus.contracts.state import Blackboard
+from coachbus.llm import LLMTier, Message, PromptBuilder
+from coachbus.memory import MemoryRecord, context_for
 from coachbus.topics import Topic
-from services.shadow import logic
+from services.shadow import logic, prompts
+from services.shadow.prompts import ShadowDecision
 
 runtime = AgentRuntime("shadow")
 router = KafkaRouter()
 boards = runtime.owned_store(Topic.BLACKBOARD, Blackboard)
+memory = runtime.table_view(Topic.MEMORY, MemoryRecord)
+
+
+@functools.cache
+def _builder() -> PromptBuilder:
+    # Built on the first LLM turn only: the token counter loads a tokenizer.
+    return PromptBuilder(runtime.llm_settings)
+
+
+async def _warm_prompts() -> None:
+    # Load the tokenizer at start-up, not inside the first turn's deadline.
+    if runtime.llm is not None:
+        await asyncio.to_thread(_builder)
+
+
+runtime.startup_hooks.append(_warm_prompts)
 
 
 @runtime.agent(router, output=Topic.SHADOW)
@@ -24,7 +46,44 @@ async def handle(message: UserMessage) -> ShadowResult:
     started = time.perf_counter()
     board = boards.get(message.user_id)
     updated, payload = logic.observe(board, message)
-    # A redelivered turn leaves the board as it was: nothing to write again.
-    if board is None or updated.version != board.version:
-        await boards.put(message.user_id, updated)
-    return ShadowResult.for_message(message, payload, started=started)
+    if board is not None and updated.version == board.version:
+        # A redelivered turn leaves the board as it was: nothing to decide or write again.
+        return ShadowResult.for_message(message, payload, started=started)
+
+    def deterministic() -> tuple[ShadowDecision, float]:
+        # A crisis message is never pattern material: no model reads it for patterns.
+        sure = logic.is_crisis_message(message)
+        return ShadowDecision(updated, payload), 1.0 if sure else payload.confidence
+
+    def build(tier: LLMTier, errors: list[str]) -> list[Message]:
+        ctx = context_for(memory.get(message.user_id), message)
+        return prompts.messages(_builder(), ctx, errors)
+
+    def convert(parsed: BaseModel) -> ShadowDecision:
+        assert isinstance(parsed, prompts.PatternCall)
+        claims = list(parsed.patterns)
+        found = [
+            (c.pattern, q) for c in claims if (q := prompts.verbatim(c.evidence, message.text))
+        ]
+        board_, payload_ = logic.refine(updated, message, found)
+        return ShadowDecision(board_, payload_, claims)
+
+    outcome = await runtime.router.decide(
+        kind="pattern_classification",
+        agent="shadow",
+        deterministic=deterministic,
+        build_messages=build,
+        response_model=prompts.PatternCall,
+        budget=message.budget,
+        validate=lambda d: prompts.check(d, message.text),
+        convert=convert,
+    )
+    await boards.put(message.user_id, outcome.value.board)
+    return ShadowResult.for_message(
+        message,
+        outcome.value.payload,
+        started=started,
+        tier=outcome.tier,
+        usage=outcome.usage,
+        fallback_reason=outcome.fallback_reason,
+    )

@@ -86,6 +86,24 @@ def observe(board: Blackboard | None, msg: UserMessage) -> tuple[Blackboard, Sha
     return b, payload_from_board(b)
 
 
+def refine(
+    board: Blackboard, msg: UserMessage, claims: list[tuple[PatternClass, str]]
+) -> tuple[Blackboard, ShadowPayload]:
+    """Fold patterns an LLM tier found in ``msg`` into the board ``observe`` just
+    produced for it: the same accounting as a cue match (one occurrence per
+    pattern and turn, the quote as evidence), so both tiers build one history."""
+    b = board.model_copy(deep=True)
+    turn = b.turn_count
+    for pattern, q in claims:
+        _record_pattern(b, pattern, quote(q, QUOTE_CHARS), msg.session_id, turn)
+    return b, payload_from_board(b)
+
+
+def is_crisis_message(msg: UserMessage) -> bool:
+    """Nothing of a crisis message becomes pattern evidence (see ``_apply``)."""
+    return is_crisis(screen_crisis(msg.text))
+
+
 def payload_from_board(b: Blackboard) -> ShadowPayload:
     """The payload is a pure function of the board (so redelivery recomputes it)."""
     patterns = _pattern_evidence(b)

@@ -2,21 +2,46 @@
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import time
+from collections.abc import Callable
 
 from faststream.kafka import KafkaRouter
+from pydantic import BaseModel
 
 from coachbus.bus.service import AgentRuntime
-from coachbus.contracts import HumanReviewRequest, StabilityResult, UserMessage
-from coachbus.contracts.payloads import CrisisCategory
+from coachbus.contracts import StabilityResult, Tier, Usage, UserMessage
+from coachbus.contracts.payloads import CrisisScreen
 from coachbus.contracts.state import Blackboard, SafetyState
+from coachbus.llm import DecisionContext, LLMTier, Message, PromptBuilder
+from coachbus.memory import MemoryRecord, context_for
+from coachbus.safety import is_crisis
 from coachbus.topics import Topic
-from services.stability import logic
+from services.stability import logic, prompts
+from services.stability.prompts import RiskDecision, StepsDecision
 
 runtime = AgentRuntime("stability")
 router = KafkaRouter()
 safety = runtime.owned_store(Topic.SAFETY, SafetyState)
 boards = runtime.table_view(Topic.BLACKBOARD, Blackboard)
+memory = runtime.table_view(Topic.MEMORY, MemoryRecord)
+_TIER_RANK: dict[str, int] = {"deterministic": 0, "small": 1, "strong": 2, "human": 3}
+
+
+@functools.cache
+def _builder() -> PromptBuilder:
+    # Built on the first LLM turn only: the token counter loads a tokenizer.
+    return PromptBuilder(runtime.llm_settings)
+
+
+async def _warm_prompts() -> None:
+    # Load the tokenizer at start-up, not inside the first turn's deadline.
+    if runtime.llm is not None:
+        await asyncio.to_thread(_builder)
+
+
+runtime.startup_hooks.append(_warm_prompts)
 
 
 @runtime.agent(router, output=Topic.STABILITY)
@@ -25,22 +50,81 @@ async def handle(message: UserMessage) -> StabilityResult:
     escalate a crisis to a human."""
     started = time.perf_counter()
     state = safety.get(message.user_id)
-    updated, payload = logic.assess(state, boards.get(message.user_id), message)
-    first_time = state is None or updated.version != state.version
-    if first_time:
-        await safety.put(message.user_id, updated)
-    if payload.crisis.escalated and payload.crisis.category != CrisisCategory.NONE and first_time:
-        await runtime.publish(
-            Topic.HUMAN_REVIEW,
-            HumanReviewRequest(
-                turn_id=message.turn_id,
-                session_id=message.session_id,
-                user_id=message.user_id,
-                decision="risk_screen",
-                reason=f"crisis screen: {payload.crisis.category.value}",
-                severity="critical",
-                excerpt=message.text[:2000],
-            ),
-            key=message.user_id,
+    board = boards.get(message.user_id)
+    updated, payload = logic.assess(state, board, message)
+    det = payload
+    if state is not None and updated.version == state.version:
+        # Already applied (a redelivery after a crash before the result went out):
+        # the decisions were taken then, a second LLM call or review would repeat them.
+        return StabilityResult.for_message(message, payload, started=started)
+
+    def build(instructions: str) -> Callable[[LLMTier, list[str]], list[Message]]:
+        def messages(tier: LLMTier, errors: list[str]) -> list[Message]:
+            ctx = context_for(memory.get(message.user_id), message)
+            return prompts.messages(_builder(), ctx, instructions, errors)
+
+        return messages
+
+    def to_risk(parsed: BaseModel) -> RiskDecision:
+        assert isinstance(parsed, prompts.RiskScreenCall)
+        claimed = CrisisScreen(
+            category=parsed.category,
+            confidence=parsed.confidence,
+            matched=[q.lower()[:80] for q in parsed.evidence],
+            escalated=parsed.category.value != "none",
         )
-    return StabilityResult.for_message(message, payload, started=started)
+        return RiskDecision(logic.worse(det.crisis, claimed), parsed)
+
+    # 1. Crisis screen. A crisis (found by either tier) goes to a human through the
+    # router's severity rule; the turn continues at once with the screen as found.
+    risk = await runtime.router.decide(
+        kind="risk_screen",
+        agent="stability",
+        deterministic=lambda: (RiskDecision(det.crisis), logic.risk_confidence(det)),
+        build_messages=build(prompts.RISK_INSTRUCTIONS),
+        response_model=prompts.RiskScreenCall,
+        budget=message.budget,
+        validate=lambda d: prompts.check_risk(d, message.text),
+        convert=to_risk,
+        context=DecisionContext(message.turn_id, message.session_id, message.user_id, message.text),
+        severity=prompts.severity,
+    )
+    # Under review the router hands back a "safe" value; for a screen the safe value
+    # is the alarming one that triggered the review, never the calmer regex answer.
+    decided = risk.escalated_value if risk.human_pending and risk.escalated_value else risk.value
+    screen = logic.worse(det.crisis, decided.screen)
+
+    # 2. Blocked steps: a crisis suspends coaching, so no model is asked then.
+    def to_steps(parsed: BaseModel) -> StepsDecision:
+        assert isinstance(parsed, prompts.BlockedStepsCall)
+        known = {b.step_id for b in det.blocked_steps}
+        added = [(c.step_id, c.evidence) for c in parsed.steps if c.step_id not in known]
+        return StepsDecision(added=added, claims=list(parsed.steps))
+
+    steps_conf = 1.0 if is_crisis(screen) else logic.steps_confidence(updated, message)
+    conditions = sorted(logic.active_conditions(updated))
+    steps = await runtime.router.decide(
+        kind="blocked_steps",
+        agent="stability",
+        deterministic=lambda: (StepsDecision(), steps_conf),
+        build_messages=build(prompts.steps_instructions(conditions)),
+        response_model=prompts.BlockedStepsCall,
+        budget=message.budget,
+        validate=lambda d: prompts.check_steps(d, message.text),
+        convert=to_steps,
+    )
+
+    if screen != det.crisis or steps.value.added:
+        # Re-assess from the state as it was, with the LLM's additions: the crisis
+        # history, blocks and risks then follow from one consistent pass.
+        updated, payload = logic.assess(
+            state, board, message, crisis=screen, extra_steps=steps.value.added
+        )
+    await safety.put(message.user_id, updated)
+    outcomes = (risk, steps)
+    tier: Tier = max((o.tier for o in outcomes), key=lambda t: _TIER_RANK[t])
+    usage = sum((o.usage for o in outcomes), Usage())
+    reason = next((o.fallback_reason for o in outcomes if o.fallback_reason), None)
+    return StabilityResult.for_message(
+        message, payload, started=started, tier=tier, usage=usage, fallback_reason=reason
+    )

@@ -13,6 +13,8 @@ priority.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from coachbus.contracts.events import UserMessage
 from coachbus.contracts.payloads import (
     BlockedStep,
@@ -48,16 +50,40 @@ BLOCK_TTL = 20
 CARRIED_CONFIDENCE = 0.7
 # Priority (S x D x R) from which a risk alone makes the turn "high".
 HIGH_PRIORITY = 60
+# Router confidences (policy bars: risk_screen 0.85, blocked_steps 0.8).
+CLEAN_SCREEN_CONFIDENCE = 0.8
+NO_STEPS_CONFIDENCE = 0.85
+NO_STEPS_CONDITIONS_CONFIDENCE = 0.7
+# Confidence of a blocked step only an LLM tier found (its evidence was checked).
+MODEL_STEP_CONFIDENCE = 0.7
+# Crisis categories by urgency of help: the worse screen wins a merge.
+_CRISIS_RANK = {
+    CrisisCategory.NONE: 0,
+    CrisisCategory.ABUSE: 1,
+    CrisisCategory.MEDICAL_EMERGENCY: 2,
+    CrisisCategory.SELF_HARM: 3,
+    CrisisCategory.SUICIDAL_IDEATION: 4,
+}
 # Patterns on the board that make a risky plan likelier to be carried out in full.
 _AMPLIFIERS = (PatternClass.ALL_OR_NOTHING, PatternClass.OVERCOMMITMENT)
 
 
 def assess(
-    safety: SafetyState | None, board: Blackboard | None, msg: UserMessage
+    safety: SafetyState | None,
+    board: Blackboard | None,
+    msg: UserMessage,
+    *,
+    crisis: CrisisScreen | None = None,
+    extra_steps: Sequence[tuple[str, str]] = (),
 ) -> tuple[SafetyState, StabilityPayload]:
-    """Screen one message and update (a copy of) the safety state; idempotent per turn."""
+    """Screen one message and update (a copy of) the safety state; idempotent per turn.
+
+    ``crisis`` and ``extra_steps`` ((step id, the user's words that show it)) come
+    from an LLM tier; both can only add to the deterministic screen: the worse
+    crisis screen wins and the regex's blocked steps always stay (safety is monotone).
+    """
     base = safety if safety is not None else SafetyState(user_id=msg.user_id)
-    crisis = screen_crisis(msg.text)
+    crisis = worse(screen_crisis(msg.text), crisis)
     if base.has_applied(msg.turn_id):
         hits = screen_steps(msg.text, _active_conditions(base, base.turn_count))
         return base, _payload(base, crisis, hits, board)
@@ -81,6 +107,13 @@ def assess(
     s.conditions = {c: exp for c, exp in s.conditions.items() if exp >= turn}
 
     hits = screen_steps(msg.text, conditions)
+    found = {h.spec.step_id for h in hits}
+    for step_id, evidence in extra_steps:
+        if step_id in CATALOGUE and step_id not in found:
+            found.add(step_id)
+            hits.append(
+                StepHit(CATALOGUE[step_id], f"model: {evidence}"[:80], MODEL_STEP_CONFIDENCE)
+            )
     if "abuse" in conditions and not any(h.spec.step_id == "confront_abuser_alone" for h in hits):
         # With abuse disclosed, confronting the person alone is never a step to suggest,
         # whether or not the user raised it.
@@ -110,6 +143,50 @@ def assess(
         del s.crisis_history[:-MAX_CRISIS_EVENTS]
     s.mark_applied(msg.turn_id)
     return s, _payload(s, crisis, hits, board)
+
+
+def worse(a: CrisisScreen, b: CrisisScreen | None) -> CrisisScreen:
+    """The more alarming of two screens: a crisis beats none, then the more urgent
+    category, then the higher confidence. Never lowers what ``a`` found."""
+    if b is None or not is_crisis(b):
+        return a
+    if not is_crisis(a):
+        return b
+    if (_CRISIS_RANK[b.category], b.confidence) > (_CRISIS_RANK[a.category], a.confidence):
+        return b.model_copy(update={"matched": sorted({*a.matched, *b.matched})[:6]})
+    return a.model_copy(
+        update={
+            "confidence": max(a.confidence, b.confidence)
+            if b.category is a.category
+            else a.confidence,
+            "matched": sorted({*a.matched, *b.matched})[:6],
+        }
+    )
+
+
+def risk_confidence(payload: StabilityPayload) -> float:
+    """Confidence of the crisis screen alone (the ``risk_screen`` decision).
+
+    A clean regex screen can still miss a paraphrase ("I don't see the point of
+    waking up"), so it stays below the policy's bar and a model is asked."""
+    return payload.crisis.confidence if is_crisis(payload.crisis) else CLEAN_SCREEN_CONFIDENCE
+
+
+def steps_confidence(state: SafetyState, msg: UserMessage) -> float:
+    """Confidence of this turn's blocked steps (the ``blocked_steps`` decision).
+
+    A step that depends on a standing condition (training hard while injured) is
+    less certain than a plain trigger; with nothing found, a standing condition
+    makes a missed paraphrase costlier, so a model is asked then too."""
+    conditions = active_conditions(state)
+    hits = screen_steps(msg.text, conditions)
+    if hits:
+        return min(h.confidence for h in hits)
+    return NO_STEPS_CONDITIONS_CONFIDENCE if conditions else NO_STEPS_CONFIDENCE
+
+
+def active_conditions(s: SafetyState) -> set[str]:
+    return _active_conditions(s, s.turn_count)
 
 
 def _active_conditions(s: SafetyState, turn: int) -> set[str]:

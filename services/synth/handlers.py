@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import logging
 import time
 
@@ -19,15 +21,18 @@ from coachbus.contracts import (
     EraseRequest,
     Reply,
     SessionEnd,
-    Usage,
     UserInputAdapter,
+    UserMessage,
     utcnow,
 )
+from coachbus.llm import DecisionContext, LLMTier, Message, Outcome, PromptBuilder
+from coachbus.memory import MemoryRecord, context_for
 from coachbus.metrics import MESSAGES, SYNTH_JOIN_WAIT, TURN_LATENCY
 from coachbus.topics import AGENT_TOPICS, Topic
 from coachbus.tracing import turn_span
-from services.synth import logic
+from services.synth import logic, prompts
 from services.synth.join import Join, OpenTurn
+from services.synth.memory import MemoryKeeper
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +45,56 @@ _limit = runtime.settings.max_message_chars * 4 + 262_144
 FINALS_LOOKBACK = 20_000
 
 
+@functools.cache
+def _builder() -> PromptBuilder:
+    # Built on the first LLM turn only: the token counter loads a tokenizer.
+    return PromptBuilder(runtime.llm_settings)
+
+
+async def _warm_prompts() -> None:
+    # Load the tokenizer at start-up, not inside the first turn's deadline.
+    if runtime.llm is not None:
+        await asyncio.to_thread(_builder)
+
+
+runtime.startup_hooks.append(_warm_prompts)
+
+
+memory = MemoryKeeper(runtime)
+
+
+def _memory(user_id: str) -> MemoryRecord | None:
+    """The user's conversation memory (Synth is its only writer)."""
+    return memory.store.get(user_id)
+
+
+async def prose(message: UserMessage, outcome: logic.SynthOutcome) -> Outcome[str]:
+    """The final reply's prose: the deterministic rendering first; below the policy's
+    confidence an LLM writes from the sheet alone, checked by the same validator and
+    repaired within the router's bounded loop, else the rendering stands."""
+    sheet = outcome.sheet
+
+    def deterministic() -> tuple[str, float]:
+        # Crisis and check-in replies must carry exact help lines: never rewritten.
+        return outcome.text, 1.0 if outcome.crisis_mode else outcome.confidence
+
+    def build(tier: LLMTier, errors: list[str]) -> list[Message]:
+        ctx = context_for(_memory(message.user_id), message)
+        return prompts.messages(_builder(), ctx, sheet, errors)
+
+    return await runtime.router.decide(
+        kind="synthesis_prose",
+        agent="synth",
+        deterministic=deterministic,
+        build_messages=build,
+        response_model=prompts.Prose,
+        budget=message.budget,
+        validate=lambda text: logic.validate(text, sheet),
+        convert=prompts.clean,
+        context=DecisionContext(message.turn_id, message.session_id, message.user_id, message.text),
+    )
+
+
 async def finalize(turn: OpenTurn, degraded: bool) -> None:
     message = turn.message
     assert message is not None
@@ -48,24 +103,30 @@ async def finalize(turn: OpenTurn, degraded: bool) -> None:
         (utcnow() - message.created_at).total_seconds()
     )
     outcome = logic.synthesize(message, turn.results, missing)
-    usage = Usage()
+    written = await prose(message, outcome)
+    usage = written.usage
     for result in turn.results.values():
         usage = usage + result.usage
+    if written.fallback_reason:
+        log.info("synth %s: prose fell back (%s)", message.turn_id, written.fallback_reason)
     reply = Reply(
         turn_id=message.turn_id,
         session_id=message.session_id,
         user_id=message.user_id,
         kind="final",
-        text=outcome.text,
+        text=written.value,
         degraded=bool(missing),
         missing_agents=missing,  # type: ignore[arg-type]
         conflicts=outcome.conflicts,
+        tier=written.tier,
         language=outcome.language,
         usage=usage,
     )
     context = turn.trace_context if isinstance(turn.trace_context, Context) else None
     with turn_span("synth.final", message.turn_id, "synth", parent=context):
         await runtime.publish(Topic.REPLIES, reply, key=message.user_id)
+    # After the reply: the next turn's shared prompt prefix comes from this record.
+    await memory.after_final(message, turn.results, reply.text)
     TURN_LATENCY.labels("degraded" if missing else "complete").observe(
         (utcnow() - message.created_at).total_seconds()
     )
@@ -80,8 +141,10 @@ async def handle(record: Record) -> Hold | None:
             message = decode(record.value, UserInputAdapter, max_bytes=_limit)
             if isinstance(message, EraseRequest):
                 join.forget_user(message.user_id)
+                await runtime.erase_user(message.user_id)  # tombstones its memory record
                 return None
             if isinstance(message, SessionEnd):
+                await memory.end_session(message)
                 return None
             hold = join.add_message(message, record.partition, record_context(record))
         else:

@@ -16,7 +16,6 @@ from coachbus.topics import Topic
 class MemoryKeeper:
     def __init__(self, runtime: AgentRuntime) -> None:
         self.store: OwnedStore[MemoryRecord] = runtime.owned_store(Topic.MEMORY, MemoryRecord)
-        runtime.session_end_hooks.append(self.end_session)
 
     async def after_final(
         self, message: UserMessage, results: Mapping[str, AgentResult], reply_text: str

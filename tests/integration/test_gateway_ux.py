@@ -116,6 +116,9 @@ async def test_erase_leaves_nothing_readable(
         await events(client, rs, "alice", turn_id)
         before = await read_latest(kafka, f"{rs.prefix}blackboard")
         assert before["alice"][1] is not None
+        async with asyncio.timeout(20):  # Synth writes memory just after the final
+            while (await read_latest(kafka, f"{rs.prefix}memory")).get("alice") is None:
+                await asyncio.sleep(0.2)
         erased = await client.delete(f"{rs.url}/v1/me", headers=rs.headers("alice"))
         assert erased.status_code == 202
         gone = await client.get(f"{rs.url}/v1/turns/{turn_id}", headers=rs.headers("alice"))
@@ -124,7 +127,7 @@ async def test_erase_leaves_nothing_readable(
             while True:
                 states = {
                     topic: (await read_latest(kafka, f"{rs.prefix}{topic}")).get("alice")
-                    for topic in ("blackboard", "profiles", "safety")
+                    for topic in ("blackboard", "profiles", "safety", "memory")
                 }
                 if all(s is not None and s[1] is None for s in states.values()):
                     break

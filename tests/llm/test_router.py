@@ -267,3 +267,33 @@ async def test_end_to_end_through_the_simulator(sim: SimFactory) -> None:
     assert isinstance(out.value, Screen)
     assert out.usage.prompt_tokens > 0
     assert out.usage.llm_calls == 1
+
+
+@respx.mock
+@pytest.mark.parametrize("on_failure", [False, True])
+async def test_failed_llm_tiers_reach_a_human_only_when_the_policy_says_so(
+    on_failure: bool,
+) -> None:
+    # Both tiers answer with invalid output: every LLM tier fails.
+    respx.post(URL).mock(
+        side_effect=by_model({SMALL: ['{"level": "bad"}'] * 5, STRONG: ['{"level": "bad"}'] * 5})
+    )
+    published: list[HumanReviewRequest] = []
+
+    async def publish(request: HumanReviewRequest) -> None:
+        published.append(request)
+
+    base = Policy.load()
+    risk = base.for_kind("risk_screen").model_copy(update={"human_on_failure": on_failure})
+    policy = base.model_copy(update={"decisions": {**base.decisions, "risk_screen": risk}})
+    ctx = DecisionContext(turn_id="t1", session_id="s1", user_id="u1", message="meh")
+    async with LLMClient(fast_settings()) as client:
+        out = await decide(
+            Router(policy=policy, client=client, publish_human_review=publish),
+            confidence=0.3,
+            context=ctx,
+            severity=lambda v: v.level if v.level in ("low", "moderate") else None,
+        )
+    assert out.fallback_reason is not None
+    assert out.human_pending is on_failure
+    assert len(published) == (1 if on_failure else 0)

@@ -25,6 +25,7 @@ from coachbus.settings import KafkaSettings
 log = logging.getLogger(__name__)
 
 S = TypeVar("S", bound=BaseModel)
+VIEW_FETCH_MAX_WAIT_MS = 100
 # (topic, value, key); a value of None writes a real tombstone.
 Writer = Callable[[str, bytes | None, str], Awaitable[None]]
 
@@ -178,7 +179,9 @@ class TableView(Generic[S]):
             bootstrap_servers=kafka.servers,
             enable_auto_commit=False,
             auto_offset_reset="earliest",
-            fetch_max_wait_ms=kafka.fetch_max_wait_ms,
+            # A view trails its writer by design (state of the previous turn is what
+            # the agents use): no need to poll the broker 200 times a second idle.
+            fetch_max_wait_ms=VIEW_FETCH_MAX_WAIT_MS,
             **kafka.client_kwargs(),
         )
         await consumer.start()

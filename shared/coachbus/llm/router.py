@@ -70,6 +70,9 @@ class DecisionPolicy(BaseModel):
     max_tokens: int = Field(ge=16)
     priority: int | None = None
     human_at: Severity | None = None
+    # Also put the decision before a human when every LLM tier failed. Off by
+    # default: a weak model would otherwise fill the review queue with routine turns.
+    human_on_failure: bool = False
 
     @model_validator(mode="after")
     def _ordered(self) -> DecisionPolicy:
@@ -316,7 +319,7 @@ class Router:
         )
         # Without an LLM the low-confidence route to a human is off (every result
         # stays tier=deterministic), but a severe risk is still put before a human.
-        by_failure = llm_failed and self.llm_enabled
+        by_failure = llm_failed and self.llm_enabled and policy.human_on_failure
         if not (by_severity or by_failure):
             return
         reason = (

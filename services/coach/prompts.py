@@ -1,0 +1,126 @@
+"""Coach's LLM tier: the instructions, the answer model and its semantic checks.
+
+The Coach streams plain text (the user reads it as it is written), so the answer
+model only wraps the finished text for the router; the checks below run on the
+growing text while it streams (``partial=True``) and on the whole reply.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from coachbus.contracts.payloads import CoachPayload
+from coachbus.llm import Message, PromptBuilder, PromptContext
+from coachbus.safety import CATALOGUE
+from coachbus.text import Register, detect_language, find_markers, word_count
+
+AGENT = "coach"
+MIN_WORDS = 6
+MAX_WORDS = 90
+# Words needed before the language of a partial reply can be judged.
+LANGUAGE_AFTER_WORDS = 6
+
+
+class CoachDraft(BaseModel):
+    """The streamed reply, once complete."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str = Field(min_length=1, max_length=1200)
+
+
+_LANG = {"en": "English", "de": "German"}
+
+INSTRUCTIONS = (
+    "Reply to the person's last message as their coach, right now, in two or three "
+    "short sentences: acknowledge one specific thing they said, then ask one focused "
+    "question or offer one small next step. Write in {language}{register}. Plain "
+    "prose only: no lists, no headings, no labels, no emojis, never mention any "
+    "system, agent or analysis.{avoid}\nA plain draft you may improve: {draft}"
+)
+
+
+def instructions(payload: CoachPayload, register: Register, errors: list[str]) -> str:
+    reg = ""
+    if payload.language == "de":
+        reg = ", addressing them as 'Sie'" if register == "formal" else ", addressing them as 'du'"
+    steps = [CATALOGUE[s] for s in payload.avoided_steps if s in CATALOGUE]
+    avoid = ""
+    if steps:
+        avoid = (
+            " Never suggest or mention: "
+            + "; ".join(s.step for s in steps)
+            + ". Steer toward: "
+            + "; ".join(s.safer.get(payload.language, register) for s in steps)
+            + "."
+        )
+    text = INSTRUCTIONS.format(
+        language=_LANG[payload.language], register=reg, avoid=avoid, draft=payload.text
+    )
+    if errors:
+        text += "\n\nYour previous reply was rejected: " + "; ".join(errors[:6]) + ". Fix that."
+    return text
+
+
+def messages(
+    builder: PromptBuilder,
+    ctx: PromptContext,
+    payload: CoachPayload,
+    register: Register,
+    errors: list[str],
+) -> list[Message]:
+    return builder.build(ctx, AGENT, instructions(payload, register, errors)).messages
+
+
+_ARTEFACTS = re.compile(
+    r"\b(?:shadow|persona|plasticity|stability agent|synth|coachbus|blackboard|payload|"
+    r"OCEAN|BFI-?10)\b|[{}\[\]<>]|\"\w+\"\s*:|\b[a-z]+_[a-z0-9_]+\b",
+    re.I,
+)
+_DU_FORMS = re.compile(r"\b(?:du|dich|dir|dein|deine|deinen|deinem|deiner|deines)\b", re.I)
+_SIE_FORMS = re.compile(r"\b(?:Ihnen|Ihr|Ihre|Ihren|Ihrem|Ihrer|Ihres)\b|(?<![.!?:]\s)\bSie\b")
+
+
+def problems(
+    text: str, payload: CoachPayload, register: Register, *, partial: bool = False
+) -> list[str]:
+    """What is wrong with a (partial) reply; empty means it may be shown.
+
+    On a partial reply only what cannot be undone by more text is judged: a
+    blocked step, an artefact, the wrong language or register. Length is judged
+    on the whole reply.
+    """
+    out: list[str] = []
+    markers = [m for s in payload.avoided_steps if s in CATALOGUE for m in CATALOGUE[s].markers]
+    for marker in find_markers(text, markers):
+        out.append(f"blocked step mentioned: {marker!r}")
+    artefact = _ARTEFACTS.search(text)
+    if artefact:
+        out.append(f"merge artefact: {artefact.group(0)!r}")
+    words = word_count(text)
+    if words >= LANGUAGE_AFTER_WORDS:
+        lang = detect_language(text)
+        if lang != payload.language:
+            out.append(f"wrong language: {lang}, expected {payload.language}")
+    if payload.language == "de":
+        if register == "formal" and _DU_FORMS.search(text):
+            out.append("register: du-form in a Sie reply")
+        if register == "informal" and _SIE_FORMS.search(text):
+            out.append("register: Sie-form in a du reply")
+    if not partial:
+        if words < MIN_WORDS:
+            out.append(f"too short: {words} words, minimum {MIN_WORDS}")
+        if words > MAX_WORDS:
+            out.append(f"too long: {words} words, maximum {MAX_WORDS}")
+    return out
+
+
+def longest_marker(payload: CoachPayload) -> int:
+    """How much trailing text to hold back while streaming: a marker split across
+    two deltas must be caught before its first half is shown."""
+    lengths = [
+        len(m) for s in payload.avoided_steps if s in CATALOGUE for m in CATALOGUE[s].markers
+    ]
+    return max(lengths, default=0)

@@ -1,0 +1,119 @@
+"""Synth's LLM tier: prose from the DecisionSheet alone.
+
+The model never sees another agent's payload: everything it may say (and must not
+say) is in the sheet, decided in code. The sheet is handed over as a plain brief,
+not as JSON, so there are no field names in the prompt for the prose to echo
+(``logic.validate`` would reject them as merge artefacts anyway).
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from coachbus.contracts.payloads import DecisionSheet
+from coachbus.llm import Message, PromptBuilder, PromptContext
+
+AGENT = "synth"
+
+
+class Prose(BaseModel):
+    """The LLM's answer: the final reply as one text."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str = Field(min_length=1, max_length=2400)
+
+
+_LANG = {"en": "English", "de": "German"}
+_REGISTER = {
+    ("de", "informal"): "informal: address the person as 'du'",
+    ("de", "formal"): "formal: address the person as 'Sie'",
+}
+_MODE = {
+    "coach": "an ordinary coaching turn",
+    "safety": "the person is heading for a risky step: acknowledge the drive, steer to the "
+    "safer alternative",
+    "crisis": "a crisis: no coaching at all, only care and the help lines",
+    "care": "the turn right after a crisis: a gentle check-in, remind of the help lines",
+}
+
+
+def _level(x: float) -> str:
+    return "low" if x < 0.35 else ("high" if x > 0.65 else "medium")
+
+
+def sheet_brief(sheet: DecisionSheet) -> str:
+    """The sheet as plain sentences: what to say, how, and what never to say."""
+    lines = [
+        f"Write in {_LANG[sheet.language]}"
+        + (f", {_REGISTER[(sheet.language, sheet.formality)]}" if sheet.language == "de" else "")
+        + ".",
+        f"Length: between {sheet.min_words} and {sheet.max_words} words; "
+        f"reading level {sheet.reading_level}.",
+        f"Tone: warmth {_level(sheet.tone.warmth)}, directness {_level(sheet.tone.directness)}, "
+        f"challenge {_level(sheet.tone.challenge)}, autonomy support "
+        f"{_level(sheet.tone.autonomy_support)}.",
+        f"Situation: {_MODE[sheet.mode]}.",
+        f"Coaching approach: {sheet.strategy.value.replace('_', ' ')}.",
+    ]
+    goal = sheet.focus_goal
+    if goal is not None:
+        facts = [f"The goal in focus, in the person's words: {goal.text}."]
+        if goal.follow_through is not None:
+            facts.append(f"Estimated chance they act on it soon: about {goal.follow_through}%.")
+        if goal.avoided:
+            facts.append("They have stated it repeatedly without acting on it.")
+        lines.append(" ".join(facts))
+    if sheet.signal.value != "none":
+        lines.append(f"What this message reports: {sheet.signal.value.replace('_', ' ')}.")
+    if sheet.pattern is not None:
+        pattern = f"A behaviour pattern to name gently: {sheet.pattern.value.replace('_', ' ')}"
+        if sheet.pattern_evidence:
+            pattern += f", shown when they said: {sheet.pattern_evidence}"
+        lines.append(pattern + ".")
+    if sheet.stretch:
+        lines.append("You may encourage them to stretch this goal a little.")
+    if sheet.gentle:
+        lines.append("They had a crisis recently: no hard truths, no forecasts.")
+    if sheet.never_say:
+        lines.append(
+            "Never suggest or mention these steps: "
+            + "; ".join(f"{b.step} ({b.reason})" for b in sheet.never_say)
+            + "."
+        )
+        alternatives = [b.safer_alternative for b in sheet.never_say if b.safer_alternative]
+        if alternatives:
+            lines.append("Safer alternatives you may offer: " + "; ".join(alternatives) + ".")
+    if sheet.resources:
+        lines.append("Include these help lines word for word: " + " ".join(sheet.resources))
+    return "\n".join(lines)
+
+
+INSTRUCTIONS = (
+    "You are writing the coach's final reply to the person's last message. Use only "
+    "the brief below; do not add facts about the person. Write natural, warm prose "
+    "addressed to them: no lists, no headings, no labels, no brackets, no technical "
+    "terms, never mention any system, agent or analysis. End with at most one question.\n"
+    'Answer with JSON: {{"text": "<the reply>"}}.\n\nBrief:\n{brief}'
+)
+
+
+def instructions(sheet: DecisionSheet, errors: list[str]) -> str:
+    text = INSTRUCTIONS.format(brief=sheet_brief(sheet))
+    if errors:
+        # Only the last message changes between attempts: the shared prefix stays cached.
+        text += "\n\nYour previous reply was rejected: " + "; ".join(errors[:6]) + ". Fix that."
+    return text
+
+
+def messages(
+    builder: PromptBuilder, ctx: PromptContext, sheet: DecisionSheet, errors: list[str]
+) -> list[Message]:
+    return builder.build(ctx, AGENT, instructions(sheet, errors)).messages
+
+
+def clean(parsed: BaseModel) -> str:
+    """Whitespace normalised, nothing else: every other fix is the validator's call."""
+    if not isinstance(parsed, Prose):
+        raise TypeError(f"expected Prose, got {type(parsed).__name__}")
+    return " ".join(parsed.text.split())
