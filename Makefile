@@ -41,13 +41,13 @@ test-fast: $(STAMP) ## unit and in-memory tests only
 
 .PHONY: lint
 lint: $(STAMP) ## ruff
-	$(BIN)/ruff check shared services tests bench
-	$(BIN)/ruff format --check shared services tests bench
+	$(BIN)/ruff check shared services tests bench soak
+	$(BIN)/ruff format --check shared services tests bench soak
 
 .PHONY: format
 format: $(STAMP) ## ruff format and fix
-	$(BIN)/ruff format shared services tests bench
-	$(BIN)/ruff check --fix shared services tests bench
+	$(BIN)/ruff format shared services tests bench soak
+	$(BIN)/ruff check --fix shared services tests bench soak
 
 .PHONY: typecheck
 typecheck: $(STAMP) ## mypy strict
@@ -56,6 +56,14 @@ typecheck: $(STAMP) ## mypy strict
 .PHONY: bench
 bench: $(STAMP) ## benchmarks, printed side by side and written to bench/results
 	$(PY) -m bench
+
+.PHONY: soak
+soak: $(STAMP) ## N simulated users for M minutes (USERS=, MINUTES=): latency, lost/doubled turns, memory
+	$(PY) -m soak $(if $(USERS),--users $(USERS),) $(if $(MINUTES),--minutes $(MINUTES),)
+
+.PHONY: audit
+audit: $(STAMP) ## pip-audit of the installed dependencies (needs an advisory database online)
+	$(BIN)/pip-audit --strict --skip-editable --progress-spinner off
 
 .PHONY: docs
 docs: $(STAMP) ## regenerate the AsyncAPI and OpenAPI documents under docs/

@@ -12,6 +12,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from coachbus.contracts import EraseRequest, Reply, UserMessage, new_turn_id
 from coachbus.settings import CoachbusSettings
@@ -81,9 +82,12 @@ def create_api(
         response: Response = await call_next(request)
         return response
 
-    @api.exception_handler(HTTPException)
-    async def http_error(_request: Request, exc: HTTPException) -> JSONResponse:
+    # Starlette's own HTTPException (raised for undecodable bodies, for instance) is
+    # the base class: handling it covers FastAPI's subclass too.
+    @api.exception_handler(StarletteHTTPException)
+    async def http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
         titles = {
+            400: "Bad Request",
             401: "Unauthorized",
             403: "Forbidden",
             404: "Not Found",

@@ -188,7 +188,23 @@ class KeyedDispatcher:
         assert error is not None
         # Retries spent: the record goes to the dead-letter topic with the reason, so
         # nothing is lost and the partition is not stuck behind one poisoned record.
-        await self._on_failure(record, error)
+        try:
+            await self._on_failure(record, error)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            # Not even the dead letter could be written: leave the record uncommitted
+            # (it comes back after a restart) rather than lose it, and move on.
+            log.exception(
+                "%s: could not dead-letter %s[%d]@%d; left uncommitted",
+                self.service,
+                record.topic,
+                record.partition,
+                record.offset,
+            )
+            abandoned: Hold = asyncio.get_running_loop().create_future()
+            abandoned.cancel()
+            return abandoned
         return None
 
     def _finish_held(self, job: _Job, hold: Hold) -> None:

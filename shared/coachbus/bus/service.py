@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import hashlib
 import json
 import logging
 import os
@@ -40,6 +41,7 @@ from coachbus.bus.codec import JSON_HEADERS, DecodeError, decode, encode
 from coachbus.bus.dispatch import Hold, KeyedDispatcher, Record
 from coachbus.bus.state import OwnedStore, TableView, read_tail
 from coachbus.contracts import (
+    DLQ_ORIGINAL_MAX,
     DeadLetter,
     EraseRequest,
     Event,
@@ -261,21 +263,26 @@ class AgentRuntime:
         await self.publish(Topic.HUMAN_REVIEW, request, key=request.user_id)
 
     async def dead_letter(self, record: Record, reason: str, error_type: str) -> None:
+        raw = record.value or b""
         ids: dict[str, str | None] = {"turn_id": None, "user_id": None}
-        try:
-            head = TypeAdapter(dict[str, Any]).validate_json(record.value or b"")
-            ids = {k: str(head[k])[:128] if k in head else None for k in ids}
-        except Exception:
-            pass
+        if len(raw) <= DLQ_ORIGINAL_MAX:
+            try:
+                head = TypeAdapter(dict[str, Any]).validate_json(raw)
+                ids = {k: str(head[k])[:128] if k in head else None for k in ids}
+            except Exception:
+                pass
         letter = DeadLetter(
             service=self.service,
             source_topic=record.topic,
             partition=record.partition,
             offset=record.offset,
-            key=record.key.decode("utf-8", "replace") if record.key is not None else None,
+            key=record.key.decode("utf-8", "replace")[:512] if record.key is not None else None,
             reason=reason[:2000],
             error_type=error_type,
-            original_b64=base64.b64encode(record.value or b"").decode(),
+            original_b64=base64.b64encode(raw[:DLQ_ORIGINAL_MAX]).decode(),
+            original_size=len(raw),
+            original_sha256=hashlib.sha256(raw).hexdigest(),
+            original_truncated=len(raw) > DLQ_ORIGINAL_MAX,
             turn_id=ids["turn_id"],
             user_id=ids["user_id"],
         )

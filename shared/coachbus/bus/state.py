@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Generic, TypeVar
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.errors import KafkaError
 from pydantic import BaseModel, ValidationError
 
 from coachbus.settings import KafkaSettings
@@ -149,6 +150,25 @@ def _parse(model: type[S], value: bytes | None, topic: str) -> S | None:
         return None
 
 
+RECREATION_CHECK_S = 2.0
+
+
+async def rewind_if_recreated(consumer: AIOKafkaConsumer) -> list[TopicPartition]:
+    """Seek to the beginning of any assigned partition whose end lies before our
+    position: the topic was recreated (a memory-only broker restarted), so all it
+    holds is new. Some brokers answer such a fetch with nothing rather than an
+    out-of-range error, which would leave a tailing reader silent forever."""
+    tps = list(consumer.assignment())
+    if not tps:
+        return []
+    ends = await consumer.end_offsets(tps)
+    behind = [tp for tp in tps if await consumer.position(tp) > ends[tp]]
+    if behind:
+        await consumer.seek_to_beginning(*behind)
+        log.warning("partitions recreated under a reader, re-reading from the start: %s", behind)
+    return behind
+
+
 class TableView(Generic[S]):
     """A continuously updated read-only copy of a compacted topic (all partitions)."""
 
@@ -199,7 +219,13 @@ class TableView(Generic[S]):
         behind = {tp for tp, end in ends.items() if end > 0}
         if not behind:
             self.caught_up.set()
+        loop = asyncio.get_running_loop()
+        next_check = loop.time() + RECREATION_CHECK_S
         while True:
+            if loop.time() >= next_check:
+                next_check = loop.time() + RECREATION_CHECK_S
+                with contextlib.suppress(KafkaError):
+                    await rewind_if_recreated(consumer)
             batch = await consumer.getmany(timeout_ms=500)
             for tp, records in batch.items():
                 for rec in records:

@@ -2,6 +2,7 @@
 
 from coachbus.contracts.events import (
     AGENTS,
+    DLQ_ORIGINAL_MAX,
     SCHEMA_VERSION,
     AgentName,
     AgentResult,
@@ -30,6 +31,7 @@ from coachbus.contracts.events import (
 
 __all__ = [
     "AGENTS",
+    "DLQ_ORIGINAL_MAX",
     "SCHEMA_VERSION",
     "AgentName",
     "AgentResult",

@@ -24,6 +24,7 @@ from coachbus.contracts.payloads import (
 )
 
 SCHEMA_VERSION: Literal[1] = 1
+DLQ_ORIGINAL_MAX = 64 * 1024
 
 AgentName = Literal["shadow", "persona", "plasticity", "stability", "coach"]
 AGENTS: tuple[AgentName, ...] = ("shadow", "persona", "plasticity", "stability", "coach")
@@ -247,6 +248,11 @@ class DeadLetter(BaseModel):
     key: str | None
     reason: str
     error_type: str
+    # The original bytes, base64; cut at ``DLQ_ORIGINAL_MAX`` bytes so that a huge
+    # record can still be dead-lettered (the size and digest identify the whole).
     original_b64: str
+    original_size: int = 0
+    original_sha256: str = ""
+    original_truncated: bool = False
     turn_id: str | None = None
     user_id: str | None = None
