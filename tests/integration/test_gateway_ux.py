@@ -106,9 +106,7 @@ async def test_crisis_reaches_reviewer_and_answer_reaches_only_the_user(
         assert again.status_code == 404
 
 
-async def test_erase_leaves_nothing_readable(
-    running_stack: RunningStack, tmp_path: Path
-) -> None:
+async def test_erase_leaves_nothing_readable(running_stack: RunningStack, tmp_path: Path) -> None:
     rs = running_stack
     kafka = KafkaSettings(bootstrap_servers=rs.bootstrap)
     async with httpx.AsyncClient(timeout=30) as client:

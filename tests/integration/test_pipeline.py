@@ -168,9 +168,7 @@ async def test_every_service_metrics_pass_promtool(running_stack: RunningStack) 
         pytest.skip("promtool not installed (apt-get install prometheus)")
     supervisor = running_stack.stack.supervisor
     assert supervisor is not None
-    ports = {
-        name: running_stack.stack.config.service_ports[name] for name in supervisor.names
-    }
+    ports = {name: running_stack.stack.config.service_ports[name] for name in supervisor.names}
     async with httpx.AsyncClient(timeout=10) as client:
         for name, port in ports.items():
             body = (await client.get(f"http://127.0.0.1:{port}/metrics")).text
