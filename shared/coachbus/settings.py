@@ -36,7 +36,8 @@ class KafkaSettings(BaseSettings):
     # LLM calls are long: the poll loop never waits for them (see bus.dispatch),
     # but keep generous head-room for a stalled event loop anyway.
     max_poll_interval_ms: int = Field(default=600_000, ge=10_000)
-    session_timeout_ms: int = Field(default=10_000, ge=1_000)
+    # Kafka's minimum by default: a killed consumer's partitions move after ~6 s.
+    session_timeout_ms: int = Field(default=6_000, ge=1_000)
     heartbeat_interval_ms: int = Field(default=1_000, ge=100)
 
     @property

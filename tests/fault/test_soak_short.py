@@ -1,4 +1,4 @@
-"""A short soak in the suite: 8 users for 30 s. Nothing lost, nothing doubled,
+"""A short soak in the suite: 8 users for 15 s. Nothing lost, nothing doubled,
 every service's memory sampled throughout (the long run is ``make soak``)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from soak import SoakConfig, run_soak
 from soak.run import flatness, percentile
 
 USERS = 8
-SECONDS = 30.0
+SECONDS = 15.0
 
 
 @pytest.mark.broker

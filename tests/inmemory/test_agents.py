@@ -38,9 +38,7 @@ def _message(text: str, user: str = "u1") -> UserMessage:
 def _handlers(agent: str) -> ModuleType:
     module = importlib.import_module(f"services.{agent}.handlers")
     module.runtime.kafka_io = False
-    if not getattr(module, "_router_included", False):
-        module.runtime.broker.include_router(module.router)
-        module._router_included = True
+    module.runtime.include_router(module.router)
     return module
 
 

@@ -211,6 +211,7 @@ class AgentRuntime:
         self.erase_hooks: list[Callable[[str], Awaitable[None]]] = []
         self.session_end_hooks: list[Callable[[SessionEnd], Awaitable[None]]] = []
         self._producer: AIOKafkaProducer | None = None
+        self._routers: set[int] = set()
         self.startup_hooks: list[Callable[[], Awaitable[None]]] = []
         self.shutdown_hooks: list[Callable[[], Awaitable[None]]] = []
         # Tests without a broker (FastStream's TestKafkaBroker) switch this off.
@@ -489,10 +490,17 @@ class AgentRuntime:
         if self.llm is not None:
             await self.llm.aclose()
 
+    def include_router(self, router: KafkaRouter) -> None:
+        """Attach a router to the broker once (a second time would double its handlers)."""
+        if id(router) in self._routers:
+            return
+        self._routers.add(id(router))
+        self.broker.include_router(router)
+
     def build_app(self, *routers: KafkaRouter, http_app: Any = None) -> CoachbusApp:
         """The service's app; ``http_app`` (an ASGI app) serves every other HTTP path."""
         for router in routers:
-            self.broker.include_router(router)
+            self.include_router(router)
         return CoachbusApp(
             self.broker,
             service=self.service,
