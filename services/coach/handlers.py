@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import time
 from typing import cast
 
@@ -13,7 +11,7 @@ from coachbus.bus.service import AgentRuntime
 from coachbus.contracts import CoachResult, Reply, UserMessage, utcnow
 from coachbus.contracts.payloads import CoachPayload
 from coachbus.contracts.state import Blackboard, SafetyState
-from coachbus.llm import LLMClient, LLMTier, Message, PromptBuilder, Router
+from coachbus.llm import LLMClient, LLMTier, Message, Router
 from coachbus.memory import MemoryRecord, context_for
 from coachbus.metrics import COACH_FIRST_REPLY
 from coachbus.topics import Topic
@@ -25,21 +23,6 @@ router = KafkaRouter()
 boards = runtime.table_view(Topic.BLACKBOARD, Blackboard)
 safety = runtime.table_view(Topic.SAFETY, SafetyState)
 memory = runtime.table_view(Topic.MEMORY, MemoryRecord)
-
-
-@functools.cache
-def _builder() -> PromptBuilder:
-    # Built on the first LLM turn only: the token counter loads a tokenizer.
-    return PromptBuilder(runtime.llm_settings)
-
-
-async def _warm_prompts() -> None:
-    # Load the tokenizer at start-up, not inside the first turn's deadline.
-    if runtime.llm is not None:
-        await asyncio.to_thread(_builder)
-
-
-runtime.startup_hooks.append(_warm_prompts)
 
 
 def _reply(message: UserMessage, kind: str, text: str, **extra: object) -> Reply:
@@ -92,7 +75,7 @@ async def handle(message: UserMessage) -> CoachResult:
 
     def build(tier: LLMTier, errors: list[str]) -> list[Message]:
         ctx = context_for(memory.get(message.user_id), message)
-        return prompts.messages(_builder(), ctx, payload, register, errors)
+        return prompts.messages(runtime.prompt_builder(), ctx, payload, register, errors)
 
     def convert(parsed: object) -> CoachPayload:
         assert isinstance(parsed, prompts.CoachDraft)

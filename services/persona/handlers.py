@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import time
 
 from faststream.kafka import KafkaRouter
@@ -13,7 +11,7 @@ from coachbus import ocean
 from coachbus.bus.service import AgentRuntime
 from coachbus.contracts import PersonaResult, UserMessage
 from coachbus.contracts.state import Blackboard, PersonaProfile
-from coachbus.llm import LLMTier, Message, PromptBuilder
+from coachbus.llm import LLMTier, Message
 from coachbus.memory import MemoryRecord, context_for
 from coachbus.topics import Topic
 from services.persona import logic, prompts
@@ -24,21 +22,6 @@ router = KafkaRouter()
 profiles = runtime.owned_store(Topic.PROFILES, PersonaProfile)
 boards = runtime.table_view(Topic.BLACKBOARD, Blackboard)
 memory = runtime.table_view(Topic.MEMORY, MemoryRecord)
-
-
-@functools.cache
-def _builder() -> PromptBuilder:
-    # Built on the first LLM turn only: the token counter loads a tokenizer.
-    return PromptBuilder(runtime.llm_settings)
-
-
-async def _warm_prompts() -> None:
-    # Load the tokenizer at start-up, not inside the first turn's deadline.
-    if runtime.llm is not None:
-        await asyncio.to_thread(_builder)
-
-
-runtime.startup_hooks.append(_warm_prompts)
 
 
 @runtime.agent(router, output=Topic.PERSONA)
@@ -55,7 +38,7 @@ async def handle(message: UserMessage) -> PersonaResult:
 
     def build(tier: LLMTier, errors: list[str]) -> list[Message]:
         ctx = context_for(memory.get(message.user_id), message)
-        return prompts.messages(_builder(), ctx, errors)
+        return prompts.messages(runtime.prompt_builder(), ctx, errors)
 
     def convert(parsed: BaseModel) -> PersonaDecision:
         assert isinstance(parsed, prompts.ItemsCall)

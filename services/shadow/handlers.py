@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import time
 
 from faststream.kafka import KafkaRouter
@@ -12,7 +10,7 @@ from pydantic import BaseModel
 from coachbus.bus.service import AgentRuntime
 from coachbus.contracts import ShadowResult, UserMessage
 from coachbus.contracts.state import Blackboard
-from coachbus.llm import LLMTier, Message, PromptBuilder
+from coachbus.llm import LLMTier, Message
 from coachbus.memory import MemoryRecord, context_for
 from coachbus.topics import Topic
 from services.shadow import logic, prompts
@@ -22,21 +20,6 @@ runtime = AgentRuntime("shadow")
 router = KafkaRouter()
 boards = runtime.owned_store(Topic.BLACKBOARD, Blackboard)
 memory = runtime.table_view(Topic.MEMORY, MemoryRecord)
-
-
-@functools.cache
-def _builder() -> PromptBuilder:
-    # Built on the first LLM turn only: the token counter loads a tokenizer.
-    return PromptBuilder(runtime.llm_settings)
-
-
-async def _warm_prompts() -> None:
-    # Load the tokenizer at start-up, not inside the first turn's deadline.
-    if runtime.llm is not None:
-        await asyncio.to_thread(_builder)
-
-
-runtime.startup_hooks.append(_warm_prompts)
 
 
 @runtime.agent(router, output=Topic.SHADOW)
@@ -57,7 +40,7 @@ async def handle(message: UserMessage) -> ShadowResult:
 
     def build(tier: LLMTier, errors: list[str]) -> list[Message]:
         ctx = context_for(memory.get(message.user_id), message)
-        return prompts.messages(_builder(), ctx, errors)
+        return prompts.messages(runtime.prompt_builder(), ctx, errors)
 
     def convert(parsed: BaseModel) -> ShadowDecision:
         assert isinstance(parsed, prompts.PatternCall)

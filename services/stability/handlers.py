@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import time
 from collections.abc import Callable
 
@@ -14,7 +12,7 @@ from coachbus.bus.service import AgentRuntime
 from coachbus.contracts import StabilityResult, Tier, Usage, UserMessage
 from coachbus.contracts.payloads import CrisisScreen
 from coachbus.contracts.state import Blackboard, SafetyState
-from coachbus.llm import DecisionContext, LLMTier, Message, PromptBuilder
+from coachbus.llm import DecisionContext, LLMTier, Message
 from coachbus.memory import MemoryRecord, context_for
 from coachbus.safety import is_crisis
 from coachbus.topics import Topic
@@ -27,21 +25,6 @@ safety = runtime.owned_store(Topic.SAFETY, SafetyState)
 boards = runtime.table_view(Topic.BLACKBOARD, Blackboard)
 memory = runtime.table_view(Topic.MEMORY, MemoryRecord)
 _TIER_RANK: dict[str, int] = {"deterministic": 0, "small": 1, "strong": 2, "human": 3}
-
-
-@functools.cache
-def _builder() -> PromptBuilder:
-    # Built on the first LLM turn only: the token counter loads a tokenizer.
-    return PromptBuilder(runtime.llm_settings)
-
-
-async def _warm_prompts() -> None:
-    # Load the tokenizer at start-up, not inside the first turn's deadline.
-    if runtime.llm is not None:
-        await asyncio.to_thread(_builder)
-
-
-runtime.startup_hooks.append(_warm_prompts)
 
 
 @runtime.agent(router, output=Topic.STABILITY)
@@ -61,7 +44,7 @@ async def handle(message: UserMessage) -> StabilityResult:
     def build(instructions: str) -> Callable[[LLMTier, list[str]], list[Message]]:
         def messages(tier: LLMTier, errors: list[str]) -> list[Message]:
             ctx = context_for(memory.get(message.user_id), message)
-            return prompts.messages(_builder(), ctx, instructions, errors)
+            return prompts.messages(runtime.prompt_builder(), ctx, instructions, errors)
 
         return messages
 

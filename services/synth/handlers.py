@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import logging
 import time
 
@@ -25,7 +23,7 @@ from coachbus.contracts import (
     UserMessage,
     utcnow,
 )
-from coachbus.llm import DecisionContext, LLMTier, Message, Outcome, PromptBuilder
+from coachbus.llm import DecisionContext, LLMTier, Message, Outcome
 from coachbus.memory import MemoryRecord, context_for
 from coachbus.metrics import MESSAGES, SYNTH_JOIN_WAIT, TURN_LATENCY
 from coachbus.topics import AGENT_TOPICS, Topic
@@ -43,21 +41,6 @@ _input_topic = runtime.topic(Topic.USER_MESSAGES)
 _limit = runtime.settings.max_message_chars * 4 + 262_144
 # How far back in the replies topic to look for finals already sent, per partition.
 FINALS_LOOKBACK = 20_000
-
-
-@functools.cache
-def _builder() -> PromptBuilder:
-    # Built on the first LLM turn only: the token counter loads a tokenizer.
-    return PromptBuilder(runtime.llm_settings)
-
-
-async def _warm_prompts() -> None:
-    # Load the tokenizer at start-up, not inside the first turn's deadline.
-    if runtime.llm is not None:
-        await asyncio.to_thread(_builder)
-
-
-runtime.startup_hooks.append(_warm_prompts)
 
 
 memory = MemoryKeeper(runtime)
@@ -80,7 +63,7 @@ async def prose(message: UserMessage, outcome: logic.SynthOutcome) -> Outcome[st
 
     def build(tier: LLMTier, errors: list[str]) -> list[Message]:
         ctx = context_for(_memory(message.user_id), message)
-        return prompts.messages(_builder(), ctx, sheet, errors)
+        return prompts.messages(runtime.prompt_builder(), ctx, sheet, errors)
 
     return await runtime.router.decide(
         kind="synthesis_prose",

@@ -50,7 +50,7 @@ from coachbus.contracts import (
     UserInputAdapter,
     UserMessage,
 )
-from coachbus.llm import LLMClient, LLMSettings, Router, describe
+from coachbus.llm import LLMClient, LLMSettings, PromptBuilder, Router, describe
 from coachbus.logs import setup_logging
 from coachbus.metrics import AGENT_LATENCY, DLQ_MESSAGES, MESSAGES, REGISTRY
 from coachbus.settings import (
@@ -212,6 +212,7 @@ class AgentRuntime:
         self.session_end_hooks: list[Callable[[SessionEnd], Awaitable[None]]] = []
         self._producer: AIOKafkaProducer | None = None
         self._routers: set[int] = set()
+        self._prompt_builder: PromptBuilder | None = None
         self.startup_hooks: list[Callable[[], Awaitable[None]]] = []
         self.shutdown_hooks: list[Callable[[], Awaitable[None]]] = []
         # Tests without a broker (FastStream's TestKafkaBroker) switch this off.
@@ -259,6 +260,12 @@ class AgentRuntime:
             view.apply(user_id, None)
         for hook in self.erase_hooks:
             await hook(user_id)
+
+    def prompt_builder(self) -> PromptBuilder:
+        """The agent's prompt builder, made once: its token counter loads a tokenizer."""
+        if self._prompt_builder is None:
+            self._prompt_builder = PromptBuilder(self.llm_settings)
+        return self._prompt_builder
 
     async def _publish_review(self, request: HumanReviewRequest) -> None:
         await self.publish(Topic.HUMAN_REVIEW, request, key=request.user_id)
@@ -469,6 +476,9 @@ class AgentRuntime:
         setup_logging(self.service, self.settings.log_level)
         setup_tracing(f"coachbus-{self.service}")
         log.info("%s: %s", self.service, describe(self.llm_settings))
+        if self.llm is not None:
+            # Load the tokenizer now, not inside the first turn's deadline.
+            await asyncio.to_thread(self.prompt_builder)
         if self.kafka_io:
             await wait_for_broker(self.kafka)
             await ensure_topics(self.settings, self.kafka)
