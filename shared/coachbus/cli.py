@@ -50,6 +50,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"  thinking: {llm}")
         print(
             "  try:     curl -s -X POST -H 'Authorization: Bearer <key>' "
+            "-H 'content-type: application/json' "
             f'-d \'{{"text":"I keep putting off my thesis"}}\' '
             f"{stack.gateway_url}/v1/sessions/s1/messages"
         )
