@@ -8,11 +8,10 @@ import contextlib
 import logging
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
-from aiokafka.errors import KafkaError
 from pydantic import TypeAdapter
 
 from coachbus.bus.codec import DecodeError, decode
-from coachbus.bus.state import RECREATION_CHECK_S, rewind_if_recreated
+from coachbus.bus.state import tail_batches
 from coachbus.contracts import AgentResultAdapter, HumanReviewRequest, Reply
 from coachbus.settings import KafkaSettings
 from services.gateway.review import ReviewQueue
@@ -73,14 +72,7 @@ class ReplyFeed:
         self._task = asyncio.create_task(self._run(consumer), name="gateway-feed")
 
     async def _run(self, consumer: AIOKafkaConsumer) -> None:
-        loop = asyncio.get_running_loop()
-        next_check = loop.time() + RECREATION_CHECK_S
-        while True:
-            if loop.time() >= next_check:
-                next_check = loop.time() + RECREATION_CHECK_S
-                with contextlib.suppress(KafkaError):
-                    await rewind_if_recreated(consumer)
-            batch = await consumer.getmany(timeout_ms=500)
+        async for batch in tail_batches(consumer):
             for tp, records in batch.items():
                 for record in records:
                     try:

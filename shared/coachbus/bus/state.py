@@ -14,8 +14,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Iterable
-from typing import Generic, TypeVar
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from typing import Any, Generic, TypeVar
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaError
@@ -153,6 +153,21 @@ def _parse(model: type[S], value: bytes | None, topic: str) -> S | None:
 RECREATION_CHECK_S = 2.0
 
 
+async def tail_batches(
+    consumer: AIOKafkaConsumer,
+) -> AsyncIterator[dict[TopicPartition, list[Any]]]:
+    """Batches from an assigned consumer, forever, rewinding partitions whose topic
+    was recreated under it (checked every ``RECREATION_CHECK_S``)."""
+    loop = asyncio.get_running_loop()
+    next_check = loop.time() + RECREATION_CHECK_S
+    while True:
+        if loop.time() >= next_check:
+            next_check = loop.time() + RECREATION_CHECK_S
+            with contextlib.suppress(KafkaError):
+                await rewind_if_recreated(consumer)
+        yield await consumer.getmany(timeout_ms=500)
+
+
 async def rewind_if_recreated(consumer: AIOKafkaConsumer) -> list[TopicPartition]:
     """Seek to the beginning of any assigned partition whose end lies before our
     position: the topic was recreated (a memory-only broker restarted), so all it
@@ -219,14 +234,7 @@ class TableView(Generic[S]):
         behind = {tp for tp, end in ends.items() if end > 0}
         if not behind:
             self.caught_up.set()
-        loop = asyncio.get_running_loop()
-        next_check = loop.time() + RECREATION_CHECK_S
-        while True:
-            if loop.time() >= next_check:
-                next_check = loop.time() + RECREATION_CHECK_S
-                with contextlib.suppress(KafkaError):
-                    await rewind_if_recreated(consumer)
-            batch = await consumer.getmany(timeout_ms=500)
+        async for batch in tail_batches(consumer):
             for tp, records in batch.items():
                 for rec in records:
                     key = _key(rec.key)
