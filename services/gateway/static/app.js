@@ -330,6 +330,21 @@ async function refreshTurn(turn) {
 
 function afterFinal(turn) {
   loadBeliefs().catch(() => {});
+  checkEscalation(turn, 5);
+}
+
+function checkEscalation(turn, triesLeft) {
+  // The final reply can overtake an agent's result on its way to the gateway (they
+  // travel on different topics), and the event stream closes at the final: fetch
+  // the turn again for a result that is still missing.
+  if (!turn.agents.stability && triesLeft > 0) {
+    setTimeout(() => {
+      refreshTurn(turn)
+        .then(() => checkEscalation(turn, triesLeft - 1))
+        .catch(() => {});
+    }, 400);
+    return;
+  }
   const crisis = turn.agents.stability?.payload?.crisis;
   if (crisis?.escalated && !turn.watching) {
     turn.watching = true;
