@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -36,6 +35,7 @@ from coachbus.llm.api import (
 from coachbus.llm.breaker import CircuitBreaker
 from coachbus.llm.schema import ParseFailure, parse_structured, response_format
 from coachbus.llm.settings import LLMSettings, LLMTier, StructuredMode
+from coachbus.llm.sse import Chunk, chunks
 from coachbus.llm.tokens import TokenCounter, count_messages, default_counter
 from coachbus.metrics import LLM_LATENCY, LLM_TOKENS, LLM_TTFT
 
@@ -110,24 +110,28 @@ class _Accumulator:
     def text(self) -> str:
         return "".join(self.text_parts)
 
-    def feed(self, event: dict[str, Any]) -> str:
-        """Take one event; return the content delta it carried ("" if none)."""
-        if "error" in event and not event.get("choices"):
-            err = event["error"]
+    def feed(self, event: Chunk) -> str:
+        """Take one chunk; return the content delta it carried ("" if none)."""
+        if event.error is not None and not event.choices:
+            err = event.error
             msg = err.get("message", str(err)) if isinstance(err, dict) else str(err)
             code = err.get("code") if isinstance(err, dict) else None
             raise LLMHTTPError(code if isinstance(code, int) and code >= 400 else 500, msg)
-        if event.get("usage"):
-            self.usage = event["usage"]
-        self.model = event.get("model") or self.model
+        if event.usage:
+            self.usage = event.usage
+        self.model = event.model or self.model
         delta_text = ""
-        for choice in event.get("choices") or []:
-            if choice.get("index", 0) != 0:
+        for choice in event.choices or ():
+            if choice.index != 0:
                 continue
-            part = choice.get("delta") or choice.get("message") or {}
+            part = choice.delta or choice.message
+            if part is None:
+                if choice.finish_reason:
+                    self.finish_reason = choice.finish_reason
+                continue
             # vLLM's reasoning parsers put thinking here; it is never parsed.
-            reasoning = part.get("reasoning_content") or part.get("reasoning") or ""
-            content = part.get("content") or ""
+            reasoning = part.reasoning_content or part.reasoning or ""
+            content = part.content or ""
             if reasoning:
                 self.reasoning_parts.append(reasoning)
             if content:
@@ -136,8 +140,8 @@ class _Accumulator:
                 self._track_whitespace(content)
             if (content or reasoning) and self.ttft_s is None:
                 self.ttft_s = time.perf_counter() - self.started
-            if choice.get("finish_reason"):
-                self.finish_reason = choice["finish_reason"]
+            if choice.finish_reason:
+                self.finish_reason = choice.finish_reason
         return delta_text
 
     def _track_whitespace(self, content: str) -> None:
@@ -148,28 +152,6 @@ class _Accumulator:
             self._ws_run = len(content) - len(stripped)
         if self._ws_run >= self.whitespace_limit:
             self.degenerate = True
-
-
-async def _events(resp: httpx.Response) -> AsyncIterator[dict[str, Any]]:
-    """Server-sent events of a chat completion stream, as parsed JSON objects."""
-    ctype = resp.headers.get("content-type", "")
-    if "text/event-stream" not in ctype:
-        yield json.loads(await resp.aread())
-        return
-    data: list[str] = []
-    async for line in resp.aiter_lines():
-        if line.startswith("data:"):
-            data.append(line[5:].removeprefix(" "))
-            continue
-        if line.strip() or not data:
-            continue  # comments (":"), "event:"/"id:" fields, keep-alives
-        payload = "\n".join(data)
-        data = []
-        if payload.strip() == "[DONE]":
-            return
-        yield json.loads(payload)
-    if data and "\n".join(data).strip() != "[DONE]":
-        yield json.loads("\n".join(data))
 
 
 def _retry_hook(settings: LLMSettings) -> Any:
@@ -484,7 +466,7 @@ class LLMClient:
                     resp = await self._open(endpoint, body)
                     acc = _Accumulator(started, self.settings.whitespace_run_limit)
                     try:
-                        async for event in _events(resp):
+                        async for event in chunks(resp):
                             acc.feed(event)
                             if acc.degenerate:
                                 break
@@ -569,14 +551,17 @@ class ChatStream:
                         f"{req.agent}: no connection within {timeout:.2f}s"
                     ) from exc
                 acc = _Accumulator(started, client.settings.whitespace_run_limit)
-                events = _events(resp)
+                events = chunks(resp)
                 try:
                     while True:
                         remaining = deadline - time.perf_counter()
                         if remaining <= 0:
                             raise LLMTimeoutError(f"{req.agent}: stream exceeded {timeout:.2f}s")
                         try:
-                            event = await asyncio.wait_for(anext(events), remaining)
+                            # A timeout scope, not wait_for: that would start a task
+                            # per event, and there is one event per token.
+                            async with asyncio.timeout(remaining):
+                                event = await anext(events)
                         except StopAsyncIteration:
                             break
                         except TimeoutError as exc:
