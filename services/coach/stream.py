@@ -13,8 +13,9 @@ Rules that keep a half-shown reply safe:
   ``holdback`` characters stay unpublished until more text follows, so a
   blocked-step marker split across two deltas is caught before its first half
   is shown;
-* a check failing mid-stream aborts the attempt at once (no more tokens paid
-  for) and the router repairs or falls back;
+* the text is checked at every publishing point, before the piece goes out; a
+  check failing mid-stream aborts the attempt there (no more tokens paid for)
+  and the router repairs or falls back;
 * only the first attempt that gets anything shown streams: once pieces of one
   attempt were published, a repair attempt is not streamed, so two attempts'
   text never interleave. The whole ``coach`` reply follows in every case and is
@@ -77,21 +78,29 @@ class DeltaPublisher:
         return self.seq > 0
 
     async def feed(self, delta: str) -> list[str]:
-        """Add a delta; returns the problems of the text so far (then stop streaming)."""
+        """Add a delta; returns the problems of the text so far (then stop streaming).
+
+        The text is checked at each publishing point (a batch is due or a sentence
+        ended), not on every token: every piece shown was checked first, a bad turn
+        is still caught within one batch, and the check no longer runs once per
+        token over the whole growing text.
+        """
         self.text += delta
+        if self._clock() - self._last < self._batch_s and not _SENTENCE_END.search(
+            self.text, max(self._sent, len(self.text) - len(delta) - 1)
+        ):
+            return []
         errors = self._check(self.text)
         if errors:
             return errors
         if not self._live or len(self.text.split()) < self._min_words:
+            self._last = self._clock()
             return []
-        pending = self.text[self._sent :]
-        due = self._clock() - self._last >= self._batch_s
-        if due or _SENTENCE_END.search(pending):
-            await self._send(len(self.text) - self._holdback)
+        await self._send(len(self.text) - self._holdback)
         return []
 
     async def finish(self) -> None:
-        """Publish what is left of an accepted attempt."""
+        """Publish what is left of an accepted attempt (the caller validated it whole)."""
         if self._live:
             await self._send(len(self.text))
 
