@@ -61,3 +61,11 @@ def test_unknown_required_agent_refused(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setenv("COACHBUS_SYNTH_REQUIRED_AGENTS", "shadow,oracle")
     with pytest.raises(ValidationError, match="oracle"):
         CoachbusSettings()
+
+
+def test_embedded_broker_gets_as_many_partitions_as_replicas_need() -> None:
+    from coachbus.embedded.stack import embedded_partitions
+
+    assert embedded_partitions({}) == 2
+    assert embedded_partitions({"coach": 1, "synth": 2}) == 2
+    assert embedded_partitions({"coach": 4}) == 4

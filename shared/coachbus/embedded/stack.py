@@ -51,6 +51,12 @@ class StackConfig:
         )
 
 
+def embedded_partitions(replicas: dict[str, int]) -> int:
+    """Partitions per topic on the embedded broker: room for two replicas, or more
+    if a service runs more."""
+    return max(2, *replicas.values()) if replicas else 2
+
+
 class Stack:
     def __init__(self, config: StackConfig) -> None:
         self.config = config
@@ -78,6 +84,14 @@ class Stack:
             await asyncio.to_thread(self.broker.start)
             bootstrap = self.broker.bootstrap
         env["KAFKA_BOOTSTRAP_SERVERS"] = bootstrap
+        if self.broker is not None and not (
+            env.get("COACHBUS_PARTITIONS") or os.environ.get("COACHBUS_PARTITIONS")
+        ):
+            # Partitions bound how many replicas can share a service's work, and
+            # the embedded broker pays for each one on every fetch (Tansu checks
+            # every partition of a request, ~200 requests a second per consumer).
+            # One broker on one machine needs no more than its replicas.
+            env["COACHBUS_PARTITIONS"] = str(embedded_partitions(cfg.replicas))
         if not (env.get("COACHBUS_API_KEYS") or os.environ.get("COACHBUS_API_KEYS")):
             self.api_key = generate_dev_key()
             env["COACHBUS_API_KEYS"] = f"dev:{self.api_key}"
