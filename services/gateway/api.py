@@ -143,7 +143,7 @@ def create_api(
             wall_clock_ms=settings.turn_wall_clock_ms,
         )
         # Open the view before publishing so no reply can arrive before it exists.
-        store.open(message.turn_id, caller.user_id, session_id)
+        store.open(message.turn_id, caller.user_id, session_id, sent=True)
         await publish(message)
         return Accepted(
             turn_id=message.turn_id,

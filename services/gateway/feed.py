@@ -72,7 +72,10 @@ class ReplyFeed:
         self._task = asyncio.create_task(self._run(consumer), name="gateway-feed")
 
     async def _run(self, consumer: AIOKafkaConsumer) -> None:
+        # Many turns in flight: fetch less often (see coachbus.bus.pacing).
+        pacer = self._kafka.pacer()
         async for batch in tail_batches(consumer):
+            pacer.apply(consumer, self._store.in_flight)
             for tp, records in batch.items():
                 for record in records:
                     try:

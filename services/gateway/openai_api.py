@@ -146,7 +146,7 @@ def create_openai_router(
             max_tokens=settings.turn_token_budget,
             wall_clock_ms=settings.turn_wall_clock_ms,
         )
-        view = store.open(message.turn_id, principal.user_id, message.session_id)
+        view = store.open(message.turn_id, principal.user_id, message.session_id, sent=True)
         await publish(message)
         completion_id = f"chatcmpl-{message.turn_id}"
         created = int(time.time())

@@ -6,6 +6,7 @@ Bounded (LRU) so memory stays flat however many turns pass through.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,18 +50,39 @@ class TurnView:
         }
 
 
+# A turn sent through this gateway counts as in flight until its final arrives,
+# or for this long at most (a final that never comes must not count forever).
+IN_FLIGHT_LIMIT_S = 600.0
+
+
 class TurnStore:
     def __init__(self, capacity: int = 10_000) -> None:
         self._turns: OrderedDict[str, TurnView] = OrderedDict()
         self._capacity = capacity
+        self._awaiting: dict[str, float] = {}  # turn id -> when it was sent (monotonic)
 
-    def open(self, turn_id: str, user_id: str, session_id: str) -> TurnView:
+    def open(self, turn_id: str, user_id: str, session_id: str, *, sent: bool = False) -> TurnView:
+        """The turn's view, made if new; ``sent``: this gateway just published it."""
         view = self._turns.get(turn_id)
         if view is None:
             view = self._turns[turn_id] = TurnView(turn_id, user_id, session_id)
             while len(self._turns) > self._capacity:
-                self._turns.popitem(last=False)
+                gone, _view = self._turns.popitem(last=False)
+                self._awaiting.pop(gone, None)
+        if sent and view.final is None:
+            self._awaiting[turn_id] = time.monotonic()
         return view
+
+    @property
+    def in_flight(self) -> int:
+        """Turns sent through this gateway still waiting for their final."""
+        limit = time.monotonic() - IN_FLIGHT_LIMIT_S
+        while self._awaiting:
+            turn_id, sent_at = next(iter(self._awaiting.items()))
+            if sent_at >= limit:
+                break
+            del self._awaiting[turn_id]
+        return len(self._awaiting)
 
     def get(self, turn_id: str, user_id: str) -> TurnView | None:
         view = self._turns.get(turn_id)
@@ -85,6 +107,7 @@ class TurnStore:
             if view.final is not None:
                 return
             view.final = reply
+            self._awaiting.pop(reply.turn_id, None)
         else:
             if any(h.created_at == reply.created_at for h in view.human):
                 return
@@ -112,6 +135,7 @@ class TurnStore:
         gone = [t for t, v in self._turns.items() if v.user_id == user_id]
         for turn_id in gone:
             del self._turns[turn_id]
+            self._awaiting.pop(turn_id, None)
         return len(gone)
 
     def __len__(self) -> int:

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import secrets
 from functools import lru_cache
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+if TYPE_CHECKING:
+    from coachbus.bus.pacing import FetchPacer
 
 _PLACEHOLDERS = {"changeme", "changethis", "secret", "password", ""}
 
@@ -33,6 +36,11 @@ class KafkaSettings(BaseSettings):
     # A low fetch wait is what makes a hop cost milliseconds instead of a
     # quarter of a second on brokers that honour it literally.
     fetch_max_wait_ms: int = Field(default=5, ge=0, le=10_000)
+    # Once a replica works on ``fetch_busy_at`` users' turns at once, its fetches
+    # wait this long instead: turns queue anyway, and polling less gives the CPU
+    # back to them (see bus.pacing). At or below fetch_max_wait_ms: never changes.
+    fetch_max_wait_busy_ms: int = Field(default=25, ge=0, le=10_000)
+    fetch_busy_at: int = Field(default=4, ge=1)
     # LLM calls are long: the poll loop never waits for them (see bus.dispatch),
     # but keep generous head-room for a stalled event loop anyway.
     max_poll_interval_ms: int = Field(default=600_000, ge=10_000)
@@ -61,6 +69,16 @@ class KafkaSettings(BaseSettings):
                 ctx.load_cert_chain(self.ssl_certfile, self.ssl_keyfile)
             kwargs["ssl_context"] = ctx
         return kwargs
+
+    def pacer(self) -> FetchPacer:
+        """A fetch pacer for one consumer (each keeps its own current wait)."""
+        from coachbus.bus.pacing import FetchPacer
+
+        return FetchPacer(
+            base_ms=self.fetch_max_wait_ms,
+            busy_ms=self.fetch_max_wait_busy_ms,
+            busy_at=self.fetch_busy_at,
+        )
 
 
 class ApiKey(BaseModel):

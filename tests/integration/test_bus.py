@@ -139,3 +139,44 @@ async def test_owned_store_round_trip_through_compacted_topic(
     restored = fresh.get("user0")
     assert restored is not None
     assert restored.version == 2
+
+
+async def test_paced_fetch_wait_reaches_the_broker(
+    kafka_bootstrap: str, topic_prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pacer sets a private attribute of aiokafka's fetcher: prove the fetch
+    requests really carry it, so an aiokafka upgrade cannot silently ignore it."""
+    import aiokafka.consumer.fetcher as fetcher_module
+
+    from coachbus.bus.pacing import FetchPacer
+
+    sent: list[int] = []
+    real = fetcher_module.FetchRequest
+
+    def spy(max_wait_ms: int, *args: object, **kwargs: object) -> object:
+        sent.append(max_wait_ms)
+        return real(max_wait_ms, *args, **kwargs)
+
+    monkeypatch.setattr(fetcher_module, "FetchRequest", spy)
+    settings = CoachbusSettings(topic_prefix=topic_prefix, partitions=3)
+    await ensure_topics(settings, KafkaSettings(bootstrap_servers=kafka_bootstrap))
+    consumer = AIOKafkaConsumer(
+        settings.topic(Topic.REPLIES.value), bootstrap_servers=kafka_bootstrap, fetch_max_wait_ms=5
+    )
+    await consumer.start()
+    try:
+        pacer = FetchPacer(base_ms=5, busy_ms=40, busy_at=2)
+        await consumer.getmany(timeout_ms=100)
+        assert sent and set(sent) == {5}
+        pacer.apply(consumer, 2)
+        sent.clear()
+        await consumer.getmany(timeout_ms=300)
+        await consumer.getmany(timeout_ms=300)
+        assert 40 in sent and sent[-1] == 40
+        pacer.apply(consumer, 0)
+        sent.clear()
+        await consumer.getmany(timeout_ms=300)
+        await consumer.getmany(timeout_ms=300)
+        assert sent[-1] == 5
+    finally:
+        await consumer.stop()

@@ -31,6 +31,7 @@ from typing import Any, Protocol
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaError
 
+from coachbus.bus.pacing import FetchPacer
 from coachbus.metrics import CONSUMER_LAG, INFLIGHT
 
 log = logging.getLogger(__name__)
@@ -73,6 +74,7 @@ class _Partition:
 class _Job:
     record: Record
     part: _Partition
+    key: bytes
 
 
 class KeyedDispatcher:
@@ -88,6 +90,7 @@ class KeyedDispatcher:
         retry_backoff_s: float = 0.2,
         commit_interval_s: float = 0.05,
         drain_timeout_s: float = 30.0,
+        pacer: FetchPacer | None = None,
     ) -> None:
         self.service = service
         self._handle = handle
@@ -108,6 +111,9 @@ class KeyedDispatcher:
         self._idle = asyncio.Event()
         self._idle.set()
         self._pending_jobs = 0
+        # Users (keys) with work queued, running or held: what the pacer reads.
+        self._pending_keys: dict[bytes, int] = {}
+        self._pacer = pacer
 
     # ------------------------------------------------------------------ intake
 
@@ -136,8 +142,10 @@ class KeyedDispatcher:
         INFLIGHT.labels(self.service).inc()
         # Records without a key get one of their own: they have no order to keep.
         key = record.key if record.key is not None else f"\0{tp}:{record.offset}".encode()
+        self._pending_keys[key] = self._pending_keys.get(key, 0) + 1
+        self._pace()
         queue = self._queues.setdefault(key, deque())
-        queue.append(_Job(record, part))
+        queue.append(_Job(record, part, key))
         if key not in self._workers:
             self._workers[key] = asyncio.create_task(self._work(key), name="coachbus-key")
 
@@ -213,7 +221,7 @@ class KeyedDispatcher:
         if not hold.cancelled():
             job.part.inflight.discard(job.record.offset)
             self._mark(job.part)
-        self._job_done()
+        self._job_done(job.key)
 
     def _release(self, job: _Job, *, done: bool) -> None:
         self._capacity.release()
@@ -221,18 +229,28 @@ class KeyedDispatcher:
         if done:
             job.part.inflight.discard(job.record.offset)
             self._mark(job.part)
-        self._job_done()
+        self._job_done(job.key)
 
     def _deactivate(self, part: _Partition) -> None:
         part.active -= 1
         if part.active == 0:
             part.drained.set()
 
-    def _job_done(self) -> None:
+    def _job_done(self, key: bytes) -> None:
         self._pending_jobs -= 1
+        left = self._pending_keys.get(key, 1) - 1
+        if left > 0:
+            self._pending_keys[key] = left
+        else:
+            self._pending_keys.pop(key, None)
+            self._pace()
         INFLIGHT.labels(self.service).dec()
         if self._pending_jobs == 0:
             self._idle.set()
+
+    def _pace(self) -> None:
+        if self._pacer is not None and self._consumer is not None:
+            self._pacer.apply(self._consumer, len(self._pending_keys))
 
     def _mark(self, part: _Partition) -> None:
         if not part.revoked:

@@ -368,6 +368,7 @@ class AgentRuntime:
             handle=gated,
             on_failure=self._on_failure,
             max_concurrency=self.settings.max_concurrency,
+            pacer=self.kafka.pacer(),
         )
         self.dispatchers.append(dispatcher)
 

@@ -96,3 +96,27 @@ def test_rate_limited_send_gets_429_with_retry_after() -> None:
     assert int(blocked.headers["Retry-After"]) >= 1
     assert blocked.headers["content-type"].startswith("application/problem+json")
     assert len(sent) == 2  # nothing published for refused requests
+
+
+async def test_turns_in_flight_count_sent_turns_until_their_final(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from services.gateway import turns
+
+    store = TurnStore(capacity=3)
+    store.open("t1", "u", "s", sent=True)
+    store.open("t2", "u", "s", sent=True)
+    store.open("t3", "u", "s")  # seen on the feed, sent by another gateway
+    assert store.in_flight == 2
+    await store.add_reply(
+        Reply(turn_id="t1", session_id="s", user_id="u", kind="final", text="done")
+    )
+    assert store.in_flight == 1
+    # Evicted from the cache: no longer counted.
+    store.open("t4", "u", "s")
+    store.open("t5", "u", "s")
+    assert store.in_flight == 0
+    # A final that never comes stops counting after the limit.
+    store.open("t6", "u", "s", sent=True)
+    monkeypatch.setattr(turns, "IN_FLIGHT_LIMIT_S", -1.0)
+    assert store.in_flight == 0

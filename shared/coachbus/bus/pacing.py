@@ -1,0 +1,56 @@
+"""How long a consumer's fetch may wait at the broker, chosen from the work in hand.
+
+A fetch waits at most ``fetch_max_wait_ms`` for records. Kafka answers a waiting
+fetch as soon as a record arrives, so there a long wait costs nothing. A broker
+that re-reads its storage on a timer instead (the embedded Tansu broker does)
+answers only when the wait is over: the wait is then both part of every hop's
+latency and how often an idle consumer asks again. At 5 ms a consumer asks about
+150 times a second, and each round trip costs the broker and the client a fraction
+of a millisecond of CPU: on a small machine polling becomes the largest user of
+CPU, and it competes with the work it is polling for.
+
+So the wait follows the load. While a replica works on few users' turns, every
+millisecond of a hop shows in a turn, and the consumer asks often. Once it works
+on ``busy_at`` users' turns or more, turns already queue for the LLM and for the
+CPU; a few milliseconds more per hop are nothing next to that, and asking less
+often gives the CPU back to the work. With ``busy_ms <= base_ms`` (e.g. on Kafka,
+with a long wait) the pacer never changes anything.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+class FetchPacer:
+    def __init__(self, *, base_ms: int, busy_ms: int, busy_at: int) -> None:
+        self.base_ms = base_ms
+        self.busy_ms = max(busy_ms, base_ms)
+        self.busy_at = max(busy_at, 1)
+        self.current_ms: int | None = None
+
+    @property
+    def enabled(self) -> bool:
+        return self.busy_ms > self.base_ms
+
+    def wait_for(self, load: int) -> int:
+        """The fetch wait for ``load`` users' turns in hand."""
+        return self.busy_ms if load >= self.busy_at else self.base_ms
+
+    def apply(self, consumer: Any, load: int) -> None:
+        """Set the consumer's fetch wait for ``load``; effective from its next fetch."""
+        if not self.enabled:
+            return
+        wanted = self.wait_for(load)
+        if wanted == self.current_ms:
+            return
+        # aiokafka reads the wait from its fetcher each time it builds a request and
+        # has no public setter; a client without that attribute keeps its own wait.
+        fetcher = getattr(consumer, "_fetcher", None)
+        if fetcher is None or not hasattr(fetcher, "_fetch_max_wait_ms"):
+            return
+        fetcher._fetch_max_wait_ms = wanted
+        self.current_ms = wanted

@@ -1,0 +1,80 @@
+"""The fetch pacer: a short fetch wait while few users' turns are in hand, a longer
+one once many are (polling less gives the CPU back to the work)."""
+
+from __future__ import annotations
+
+import asyncio
+from types import SimpleNamespace
+
+import pytest
+
+from coachbus.bus.dispatch import KeyedDispatcher, Record
+from coachbus.bus.pacing import FetchPacer
+from coachbus.settings import KafkaSettings
+from tests.unit.bus.test_dispatch import FakeConsumer, Rec, _fail
+
+pytestmark = pytest.mark.unit
+
+
+class PacedConsumer(FakeConsumer):
+    """aiokafka keeps the wait on its fetcher; so does this fake."""
+
+    def __init__(self, wait_ms: int) -> None:
+        super().__init__()
+        self._fetcher = SimpleNamespace(_fetch_max_wait_ms=wait_ms)
+
+    @property
+    def wait_ms(self) -> int:
+        value: int = self._fetcher._fetch_max_wait_ms
+        return value
+
+
+def test_wait_follows_the_number_of_users_in_hand() -> None:
+    pacer = FetchPacer(base_ms=5, busy_ms=25, busy_at=4)
+    assert [pacer.wait_for(n) for n in (0, 1, 3, 4, 64)] == [5, 5, 5, 25, 25]
+    consumer = PacedConsumer(5)
+    pacer.apply(consumer, 10)
+    assert consumer.wait_ms == 25
+    pacer.apply(consumer, 0)
+    assert consumer.wait_ms == 5
+
+
+def test_a_busy_wait_not_above_the_base_changes_nothing() -> None:
+    # On Kafka (which answers a waiting fetch at once) one sets a long wait: no pacing.
+    pacer = KafkaSettings(fetch_max_wait_ms=500, fetch_max_wait_busy_ms=25).pacer()
+    assert not pacer.enabled
+    consumer = PacedConsumer(500)
+    pacer.apply(consumer, 1000)
+    assert consumer.wait_ms == 500
+
+
+def test_a_client_without_the_attribute_is_left_alone() -> None:
+    pacer = FetchPacer(base_ms=5, busy_ms=25, busy_at=1)
+    pacer.apply(object(), 10)  # no error, nothing to set
+    assert pacer.current_ms is None
+
+
+async def test_dispatcher_paces_by_users_with_work_in_hand() -> None:
+    consumer = PacedConsumer(5)
+    release = asyncio.Event()
+
+    async def handle(record: Record) -> None:
+        await release.wait()
+
+    dispatcher = KeyedDispatcher(
+        service="t",
+        handle=handle,
+        on_failure=_fail,
+        pacer=FetchPacer(base_ms=5, busy_ms=25, busy_at=3),
+    )
+    # Three records of one user are one user's work: still the short wait.
+    for offset in range(3):
+        await dispatcher.submit(Rec("in", 0, offset, b"u1"), consumer)
+    assert consumer.wait_ms == 5
+    for offset, user in enumerate((b"u2", b"u3"), start=3):
+        await dispatcher.submit(Rec("in", 0, offset, user), consumer)
+    assert consumer.wait_ms == 25
+    release.set()
+    await dispatcher.idle()
+    assert consumer.wait_ms == 5
+    await dispatcher.close()
