@@ -100,6 +100,8 @@ def test_defaults_settings_configmap(chart: Any) -> None:
     assert data["COACHBUS_PARTITIONS"] == "6"
     assert data["COACHBUS_TOPIC_PREFIX"] == "coachbus."
     assert data["KAFKA_SECURITY_PROTOCOL"] == "PLAINTEXT"
+    # Kafka wakes a waiting fetch: the long wait, not the embedded broker's 5 ms.
+    assert data["KAFKA_FETCH_MAX_WAIT_MS"] == "500"
     assert all(isinstance(v, str) for v in data.values())
     # Secrets never go in the ConfigMap.
     assert not {"COACHBUS_API_KEYS", "COACHBUS_LLM_API_KEY", "KAFKA_SASL_PASSWORD"} & set(data)
