@@ -379,6 +379,56 @@ def _waterfall(turn: Turn, llm_call_ms: float) -> dict[str, Any]:
     return {"turn_id": turn.turn_id, "bars": bars, "coach_first_ms": coach_first}
 
 
+async def _steady_state(
+    users: Users, n: int, ideal_turn_ms: float, plan: Plan, timeout: float
+) -> tuple[list[Turn], float, dict[str, float]]:
+    """``n`` users whose first messages are spread over one ideal turn (as users
+    arrive, not in lock-step); throughput is the finals received in a window of
+    ``level_s`` that opens once every user is past its first turn, per second."""
+    ideal_s = ideal_turn_ms / 1000
+    stagger = ideal_s / n
+    start = (n - 1) * stagger + ideal_s
+    began = time.perf_counter()
+    turns, _elapsed = await closed_loop(
+        users,
+        n,
+        max_turns=n * 1000,
+        duration_s=start + plan.level_s,
+        turn_timeout=timeout,
+        stagger_s=stagger,
+    )
+    opens, closes = began + start, began + start + plan.level_s
+    done = [t for t in turns if t.ok and opens <= t.done_at < closes]
+    return turns, len(done) / plan.level_s, {"start_s": start, "length_s": plan.level_s}
+
+
+def _level(
+    n: int,
+    turns: list[Turn],
+    good: list[Turn],
+    errors: Any,
+    measured: float,
+    ideal_turn_ms: float,
+    window: dict[str, float],
+    arrival: str,
+) -> dict[str, Any]:
+    ideal = n / (ideal_turn_ms / 1000) if ideal_turn_ms > 0 else float("nan")
+    return {
+        "users": n,
+        "arrival": arrival,
+        "turns": len(turns),
+        "ok": len(good),
+        "degraded": sum(1 for t in good if (t.final or {}).get("degraded")),
+        "errors": errors,
+        "window": window,
+        "throughput_per_s": measured,
+        "ideal_per_s": ideal,
+        "fraction_of_ideal": measured / ideal if ideal else float("nan"),
+        "turn_ms": summary([t.turn_ms for t in good]),
+        "llm_use": llm_use(good),
+    }
+
+
 async def phase_throughput(
     plan: Plan, users: Users, sim: SimProcess, *, restart_sim: bool
 ) -> dict[str, Any]:
@@ -388,40 +438,42 @@ async def phase_throughput(
     await sim.stats(reset=True)
     levels: list[dict[str, Any]] = []
     ideal_turn_ms = float("nan")
+    timeout = plan.level_s + 20 * plan.slow_llm_ms / 1000 + 60
     for n in plan.levels:
+        if n == plan.levels[0] or not ideal_turn_ms > 0:
+            # One user (or the ideal unknown): no stagger; every turn counts and the
+            # clock runs until the last started turn is done.
+            turns, elapsed = await closed_loop(
+                users, n, max_turns=n * 1000, duration_s=plan.level_s, turn_timeout=timeout
+            )
+            good, errors = ok_turns(turns)
+            if n == plan.levels[0]:
+                # The ideal turn: this stack's critical path with nothing queued.
+                ideal_turn_ms = median([critical_ms(t, llm_call_ms) for t in good])
+            measured, window = len(good) / elapsed, {"start_s": 0.0, "length_s": elapsed}
+        else:
+            turns, measured, window = await _steady_state(users, n, ideal_turn_ms, plan, timeout)
+            good, errors = ok_turns(turns)
+        levels.append(_level(n, turns, good, errors, measured, ideal_turn_ms, window, "staggered"))
+    burst: dict[str, Any] | None = None
+    top = plan.levels[-1]
+    if top > 1 and ideal_turn_ms > 0:
+        # The same users all at once, every turn counted until the last is done: how
+        # a synchronized burst is absorbed (beside the target, not instead of it).
         turns, elapsed = await closed_loop(
-            users,
-            n,
-            max_turns=n * 1000,
-            duration_s=plan.level_s,
-            turn_timeout=plan.level_s + 20 * plan.slow_llm_ms / 1000 + 60,
+            users, top, max_turns=top * 1000, duration_s=plan.level_s, turn_timeout=timeout
         )
         good, errors = ok_turns(turns)
-        if n == plan.levels[0]:
-            # The ideal turn: this stack's critical path with nothing queued.
-            ideal_turn_ms = median([critical_ms(t, llm_call_ms) for t in good])
-        measured = len(good) / elapsed
-        ideal = n / (ideal_turn_ms / 1000) if ideal_turn_ms > 0 else float("nan")
-        levels.append(
-            {
-                "users": n,
-                "turns": len(turns),
-                "ok": len(good),
-                "degraded": sum(1 for t in good if (t.final or {}).get("degraded")),
-                "errors": errors,
-                "elapsed_s": elapsed,
-                "throughput_per_s": measured,
-                "ideal_per_s": ideal,
-                "fraction_of_ideal": measured / ideal if ideal else float("nan"),
-                "turn_ms": summary([t.turn_ms for t in good]),
-                "llm_use": llm_use(good),
-            }
+        window = {"start_s": 0.0, "length_s": elapsed}
+        burst = _level(
+            top, turns, good, errors, len(good) / elapsed, ideal_turn_ms, window, "burst"
         )
     return {
         "llm": {"ttft_ms": plan.slow_llm_ms, "tokens_per_s": "infinite"},
         "llm_call_ms_measured": llm_call_ms,
         "ideal_turn_ms": ideal_turn_ms,
         "levels": levels,
+        "burst": burst,
         "sim_stats": _sim_summary(await sim.stats()),
     }
 

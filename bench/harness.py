@@ -343,6 +343,7 @@ class Turn:
     turn_id: str = ""
     sent_at: float = 0.0  # client wall clock when the POST went out
     client_ms: float = 0.0  # POST sent -> final event received, client monotonic
+    done_at: float = 0.0  # when the client had the final (perf_counter)
     message_at: float | None = None
     first_coach_at: float | None = None  # first coach_delta, else the coach reply
     coach_at: float | None = None
@@ -418,7 +419,8 @@ class Users:
                 await self._follow(turn, headers)
         except (TimeoutError, httpx.HTTPError) as exc:
             turn.error = f"{type(exc).__name__}: {exc}"
-        turn.client_ms = (time.perf_counter() - started) * 1000
+        turn.done_at = time.perf_counter()
+        turn.client_ms = (turn.done_at - started) * 1000
         turn.message_at = await self._tap.created_at(turn.turn_id) if turn.turn_id else None
         if turn.error is None and turn.final_at is None:
             turn.error = "the event stream ended without a final reply"
@@ -451,16 +453,25 @@ class Users:
 
 
 async def closed_loop(
-    users: Users, n_users: int, *, max_turns: int, duration_s: float, turn_timeout: float = 120.0
+    users: Users,
+    n_users: int,
+    *,
+    max_turns: int,
+    duration_s: float,
+    turn_timeout: float = 120.0,
+    stagger_s: float = 0.0,
 ) -> tuple[list[Turn], float]:
     """``n_users`` closed-loop users until ``max_turns`` turns were started or
     ``duration_s`` passed (new turns stop then; running ones finish, bounded by
-    ``turn_timeout``). Returns the turns and the elapsed seconds."""
+    ``turn_timeout``). User ``i`` starts ``i * stagger_s`` after the first. Returns
+    the turns and the elapsed seconds."""
     turns: list[Turn] = []
     started = time.perf_counter()
     budget = [max_turns]
 
     async def one(i: int) -> None:
+        if stagger_s:
+            await asyncio.sleep(i * stagger_s)
         user = users.user(i)
         while budget[0] > 0 and time.perf_counter() - started < duration_s:
             budget[0] -= 1

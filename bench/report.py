@@ -116,6 +116,17 @@ def rows(r: dict[str, Any]) -> list[dict[str, str]]:
                 f"ok {lv.get('ok')}/{lv.get('turns')}",
                 _verdict(fraction, THROUGHPUT_FRACTION_AT_MAX, at_most=False) if is_top else "-",
             )
+        burst = data.get("burst")
+        if burst:
+            add(
+                f"4 throughput x{replicas} replicas, {burst['users']} users all at once",
+                _fmt(burst.get("fraction_of_ideal"), " of ideal", 2),
+                "-",
+                f"{_fmt(burst.get('throughput_per_s'), '/s', 2)}; every turn until the last "
+                f"is done; p50 turn {_fmt(_get(burst, 'turn_ms', 'p50'), ' ms', 0)}; "
+                f"ok {burst.get('ok')}/{burst.get('turns')}",
+                "-",
+            )
     pr = r.get("prompts") or {}
     points = pr.get("checkpoints") or []
     if points:
