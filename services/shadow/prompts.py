@@ -67,26 +67,13 @@ def check(decision: ShadowDecision, message: str) -> list[str]:
     return out
 
 
-_DEFINITIONS = {
-    PatternClass.AVOIDANCE: "a stated goal repeatedly not acted on, excuses, putting it off",
-    PatternClass.OVERCOMMITMENT: "taking on more goals or tasks than time allows",
-    PatternClass.PERFECTIONISM: "not starting or finishing unless it is perfect",
-    PatternClass.ALL_OR_NOTHING: "all or nothing rules; one slip means the whole plan failed",
-    PatternClass.PROCRASTINATION: "delaying until later, tomorrow, next week",
-    PatternClass.SELF_CRITICISM: "harsh judgements of oneself (lazy, useless, a failure)",
-    PatternClass.STEADY_PROGRESS: "doing it regularly, small consistent steps",
-    PatternClass.RESTARTING: "announcing the same fresh start again after stalling",
-}
-
-
 def instructions(errors: list[str]) -> str:
-    taxonomy = "\n".join(f"- {p.value}: {d}" for p, d in _DEFINITIONS.items())
+    # The classes and their definitions are in the briefing's reference (shared prefix).
     text = (
         "Classify the behaviour patterns the person's last message shows, using only "
-        f"these classes:\n{taxonomy}\n"
-        "For each pattern give the person's exact words from the last message as "
-        "'evidence' (a short verbatim excerpt, at most one sentence). Do not quote "
-        "earlier messages. An empty list when no pattern shows."
+        "the classes of the reference. For each pattern give the person's exact words "
+        "from the last message as 'evidence' (a short verbatim excerpt, at most one "
+        "sentence). Do not quote earlier messages. An empty list when no pattern shows."
     )
     if errors:
         text += "\n\nYour previous answer was rejected: " + "; ".join(errors[:6])

@@ -118,12 +118,11 @@ RISK_INSTRUCTIONS = (
 
 
 def steps_instructions(conditions: list[str]) -> str:
-    catalogue = "\n".join(f"- {sid}: {spec.step}" for sid, spec in sorted(CATALOGUE.items()))
+    # The catalogue of risky steps is in the briefing's reference (shared prefix).
     known = ", ".join(conditions) if conditions else "none known"
     return (
-        "Which of these risky steps is the person's last message heading toward, "
-        "including plans said in other words than these?\n"
-        f"{catalogue}\n"
+        "Which of the reference's risky steps is the person's last message heading "
+        "toward, including plans said in other words? Answer with their ids.\n"
         f"Standing conditions of this person: {known}.\n"
         "List only steps the message itself shows, each with the person's exact words "
         "as 'evidence'; an empty list when none."

@@ -27,6 +27,7 @@ from coachbus.contracts import UserMessage, utcnow
 from coachbus.contracts.payloads import PersonaPayload, ShadowPayload
 from coachbus.contracts.state import StateRecord
 from coachbus.llm.prompt import PromptContext
+from coachbus.reference import REFERENCE
 from coachbus.text import extract_goals, sentences
 
 EXCHANGE_CHARS = 400  # per side of one remembered exchange
@@ -41,7 +42,9 @@ BRIEFING = (
     "You are part of coachbus, a behavioural-coaching assistant. You help one person "
     "turn intentions into small, concrete, safe steps. Be specific to what this person "
     "said; never invent facts about them; never give medical, legal or financial "
-    "instructions; safety always comes before ambition."
+    "instructions; safety always comes before ambition.\n\n"
+    # The shared vocabulary: identical for every agent, so it is part of the prefix.
+    f"## Reference\n{REFERENCE}"
 )
 
 
