@@ -23,7 +23,7 @@ import contextlib
 import functools
 import logging
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -49,6 +49,8 @@ class Record(Protocol):
 
 
 Hold = asyncio.Future[None]
+# Users seen this recently count as active for fetch pacing.
+ACTIVE_WINDOW_S = 1.0
 RecordHandler = Callable[[Record], Awaitable[Hold | None]]
 FailureHandler = Callable[[Record, BaseException], Awaitable[None]]
 
@@ -111,8 +113,11 @@ class KeyedDispatcher:
         self._idle = asyncio.Event()
         self._idle.set()
         self._pending_jobs = 0
-        # Users (keys) with work queued, running or held: what the pacer reads.
+        # What the pacer reads: users (keys) with work queued, running or held, and
+        # users seen within the last ``ACTIVE_WINDOW_S`` (an agent that answers at
+        # once has little in hand, yet polls for as many users).
         self._pending_keys: dict[bytes, int] = {}
+        self._recent_keys: OrderedDict[bytes, float] = OrderedDict()
         self._pacer = pacer
 
     # ------------------------------------------------------------------ intake
@@ -143,6 +148,9 @@ class KeyedDispatcher:
         # Records without a key get one of their own: they have no order to keep.
         key = record.key if record.key is not None else f"\0{tp}:{record.offset}".encode()
         self._pending_keys[key] = self._pending_keys.get(key, 0) + 1
+        if self._pacer is not None:
+            self._recent_keys[key] = time.monotonic()
+            self._recent_keys.move_to_end(key)
         self._pace()
         queue = self._queues.setdefault(key, deque())
         queue.append(_Job(record, part, key))
@@ -249,8 +257,13 @@ class KeyedDispatcher:
             self._idle.set()
 
     def _pace(self) -> None:
-        if self._pacer is not None and self._consumer is not None:
-            self._pacer.apply(self._consumer, len(self._pending_keys))
+        if self._pacer is None or self._consumer is None:
+            return
+        since = time.monotonic() - ACTIVE_WINDOW_S
+        recent = self._recent_keys
+        while recent and next(iter(recent.values())) < since:
+            recent.popitem(last=False)
+        self._pacer.apply(self._consumer, max(len(self._pending_keys), len(recent)))
 
     def _mark(self, part: _Partition) -> None:
         if not part.revoked:

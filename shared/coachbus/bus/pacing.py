@@ -9,12 +9,14 @@ latency and how often an idle consumer asks again. At 5 ms a consumer asks about
 of a millisecond of CPU: on a small machine polling becomes the largest user of
 CPU, and it competes with the work it is polling for.
 
-So the wait follows the load. While a replica works on few users' turns, every
-millisecond of a hop shows in a turn, and the consumer asks often. Once it works
-on ``busy_at`` users' turns or more, turns already queue for the LLM and for the
-CPU; a few milliseconds more per hop are nothing next to that, and asking less
-often gives the CPU back to the work. With ``busy_ms <= base_ms`` (e.g. on Kafka,
-with a long wait) the pacer never changes anything.
+So the wait follows the load. While a replica serves few users at once, every
+millisecond of a hop shows in a turn, and the consumer asks often. Once it serves
+``busy_at`` users or more (turns in hand, or users seen within the last second),
+turns already queue for the LLM and for the CPU; a few milliseconds more per hop
+are nothing next to that, and asking less often gives the CPU back to the work.
+One user sending turn after turn is not load: the wait stays short for them.
+With ``busy_ms <= base_ms`` (e.g. on Kafka, with a long wait) the pacer never
+changes anything.
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from coachbus.bus import dispatch
 from coachbus.bus.dispatch import KeyedDispatcher, Record
 from coachbus.bus.pacing import FetchPacer
 from coachbus.settings import KafkaSettings
@@ -54,7 +55,10 @@ def test_a_client_without_the_attribute_is_left_alone() -> None:
     assert pacer.current_ms is None
 
 
-async def test_dispatcher_paces_by_users_with_work_in_hand() -> None:
+async def test_dispatcher_paces_by_users_with_work_in_hand(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(dispatch, "ACTIVE_WINDOW_S", 0.0)  # work in hand only
     consumer = PacedConsumer(5)
     release = asyncio.Event()
 
@@ -75,6 +79,36 @@ async def test_dispatcher_paces_by_users_with_work_in_hand() -> None:
         await dispatcher.submit(Rec("in", 0, offset, user), consumer)
     assert consumer.wait_ms == 25
     release.set()
+    await dispatcher.idle()
+    assert consumer.wait_ms == 5
+    await dispatcher.close()
+
+
+async def test_dispatcher_paces_by_users_seen_recently(monkeypatch: pytest.MonkeyPatch) -> None:
+    # An agent that answers at once has nothing in hand, yet polls for every user.
+    monkeypatch.setattr(dispatch, "ACTIVE_WINDOW_S", 0.2)
+    consumer = PacedConsumer(5)
+
+    async def instant(record: Record) -> None:
+        return None
+
+    dispatcher = KeyedDispatcher(
+        service="t",
+        handle=instant,
+        on_failure=_fail,
+        pacer=FetchPacer(base_ms=5, busy_ms=25, busy_at=3),
+    )
+    # One user sending turn after turn is not load.
+    for offset in range(5):
+        await dispatcher.submit(Rec("in", 0, offset, b"u1"), consumer)
+        await dispatcher.idle()
+    assert consumer.wait_ms == 5
+    for offset, user in enumerate((b"u2", b"u3"), start=5):
+        await dispatcher.submit(Rec("in", 0, offset, user), consumer)
+        await dispatcher.idle()
+    assert consumer.wait_ms == 25
+    await asyncio.sleep(0.3)  # the window passes: the next record finds one user
+    await dispatcher.submit(Rec("in", 0, 7, b"u1"), consumer)
     await dispatcher.idle()
     assert consumer.wait_ms == 5
     await dispatcher.close()
