@@ -38,7 +38,10 @@ if not runtime.settings.api_keys and runtime.settings.environment == "local":
     log.warning("no COACHBUS_API_KEYS set: generated a dev key for user 'dev'")
 
 keys = KeyRing(runtime.settings.api_keys)
-store = TurnStore()
+store = TurnStore(
+    capacity=runtime.settings.turn_cache_turns,
+    max_bytes=runtime.settings.turn_cache_mb * 1024 * 1024,
+)
 reviews = ReviewQueue()
 feed = ReplyFeed(
     runtime.kafka,

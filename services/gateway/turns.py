@@ -1,17 +1,21 @@
 """What the gateway knows of recent turns, fed from the replies and agent topics.
 
-Bounded (LRU) so memory stays flat however many turns pass through.
+Bounded (LRU) in turns and in bytes, so memory stays flat however many turns pass
+through. A turn is kept as the JSON texts of its events (what the server-sent
+events replay): an agent's result is that same text, not a second, parsed copy,
+which took several times the memory of the JSON.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from coachbus.contracts import AgentResult, Reply
+from coachbus.contracts import AgentResult, AgentResultAdapter, Reply
 
 
 @dataclass(eq=False)
@@ -22,10 +26,16 @@ class TurnView:
     coach: Reply | None = None
     final: Reply | None = None
     human: list[Reply] = field(default_factory=list)
-    agents: dict[str, AgentResult] = field(default_factory=dict)
+    # agent -> its result's JSON (the very string held in ``events``)
+    agents: dict[str, str] = field(default_factory=dict)
     # (event name, JSON) in arrival order, for server-sent events.
     events: list[tuple[str, str]] = field(default_factory=list)
     changed: asyncio.Condition = field(default_factory=asyncio.Condition)
+    size: int = 0  # characters of JSON held, for the store's byte budget
+
+    def agent(self, name: str) -> AgentResult | None:
+        data = self.agents.get(name)
+        return AgentResultAdapter.validate_json(data) if data is not None else None
 
     async def wait_for(self, kind: str, timeout: float) -> Reply | None:
         """Wait until the turn has a reply of ``kind`` (coach or final), or time out."""
@@ -44,7 +54,7 @@ class TurnView:
             "turn_id": self.turn_id,
             "session_id": self.session_id,
             "coach": self.coach.model_dump(mode="json") if self.coach else None,
-            "agents": {name: r.model_dump(mode="json") for name, r in self.agents.items()},
+            "agents": {name: json.loads(data) for name, data in self.agents.items()},
             "final": self.final.model_dump(mode="json") if self.final else None,
             "human": [h.model_dump(mode="json") for h in self.human],
         }
@@ -56,22 +66,37 @@ IN_FLIGHT_LIMIT_S = 600.0
 
 
 class TurnStore:
-    def __init__(self, capacity: int = 10_000) -> None:
+    def __init__(self, capacity: int = 10_000, max_bytes: int = 64 * 1024 * 1024) -> None:
         self._turns: OrderedDict[str, TurnView] = OrderedDict()
         self._capacity = capacity
+        self._max_bytes = max_bytes
+        self._bytes = 0
         self._awaiting: dict[str, float] = {}  # turn id -> when it was sent (monotonic)
 
-    def open(self, turn_id: str, user_id: str, session_id: str, *, sent: bool = False) -> TurnView:
+    def open(
+        self, turn_id: str, user_id: str, session_id: str, *, sent: bool = False
+    ) -> TurnView:
         """The turn's view, made if new; ``sent``: this gateway just published it."""
         view = self._turns.get(turn_id)
         if view is None:
             view = self._turns[turn_id] = TurnView(turn_id, user_id, session_id)
-            while len(self._turns) > self._capacity:
-                gone, _view = self._turns.popitem(last=False)
-                self._awaiting.pop(gone, None)
+            self._evict()
         if sent and view.final is None:
             self._awaiting[turn_id] = time.monotonic()
         return view
+
+    def _evict(self) -> None:
+        # The oldest turns go first; the newest always stays, however large.
+        while len(self._turns) > 1 and (
+            len(self._turns) > self._capacity or self._bytes > self._max_bytes
+        ):
+            gone, view = self._turns.popitem(last=False)
+            self._bytes -= view.size
+            self._awaiting.pop(gone, None)
+
+    @property
+    def bytes_held(self) -> int:
+        return self._bytes
 
     @property
     def in_flight(self) -> int:
@@ -118,14 +143,18 @@ class TurnStore:
         view = self.open(result.turn_id, result.user_id, result.session_id)
         if result.agent in view.agents:
             return
-        view.agents[result.agent] = result
-        await self._emit(view, "agent", result.model_dump_json())
+        data = result.model_dump_json()
+        view.agents[result.agent] = data
+        await self._emit(view, "agent", data)
 
-    @staticmethod
-    async def _emit(view: TurnView, event: str, data: str) -> None:
+    async def _emit(self, view: TurnView, event: str, data: str) -> None:
         async with view.changed:
             view.events.append((event, data))
             view.changed.notify_all()
+        view.size += len(data)
+        if view.turn_id in self._turns:
+            self._bytes += len(data)
+            self._evict()
 
     def turns_of(self, user_id: str) -> list[TurnView]:
         """The user's turns still held, newest first."""
@@ -134,7 +163,7 @@ class TurnStore:
     def drop_user(self, user_id: str) -> int:
         gone = [t for t, v in self._turns.items() if v.user_id == user_id]
         for turn_id in gone:
-            del self._turns[turn_id]
+            self._bytes -= self._turns.pop(turn_id).size
             self._awaiting.pop(turn_id, None)
         return len(gone)
 

@@ -84,7 +84,7 @@ def _latest(views: list[TurnView], agent: str) -> AgentResult | None:
     # The latest turn may lack an agent (degraded), so look back for the last one that
     # answered: a belief does not vanish because one turn ran late.
     for view in views:
-        result = view.agents.get(agent)
+        result = view.agent(agent)
         if result is not None:
             return result
     return None

@@ -104,6 +104,10 @@ class CoachbusSettings(BaseSettings):
     gateway_host: str = "127.0.0.1"
     api_keys: Annotated[list[ApiKey], NoDecode] = Field(default_factory=list)
     max_message_chars: int = Field(default=8_000, ge=1)
+    # The gateway's cache of recent turns (replayed to late listeners): at most this
+    # many turns and this many MiB of their events, oldest out first.
+    turn_cache_turns: int = Field(default=10_000, ge=1)
+    turn_cache_mb: int = Field(default=64, ge=1)
     # Per API key: sustained messages per minute (bursts up to the same number).
     rate_limit_per_minute: int = Field(default=60, ge=1)
     # Browser origins allowed to call the API (CORS); empty: same origin only.

@@ -120,3 +120,28 @@ async def test_turns_in_flight_count_sent_turns_until_their_final(
     store.open("t6", "u", "s", sent=True)
     monkeypatch.setattr(turns, "IN_FLIGHT_LIMIT_S", -1.0)
     assert store.in_flight == 0
+
+
+async def test_turn_store_keeps_json_once_and_is_bounded_in_bytes() -> None:
+    from coachbus.contracts import PlasticityResult
+    from services.plasticity import logic
+    from tests.unit.agents.helpers import msg
+
+    store = TurnStore(capacity=100, max_bytes=6_000)
+    message = msg("I want to run three times a week.", turn="t0", session="s", user="u")
+    result = PlasticityResult.for_message(message, logic.plan(None, message), started=0.0)
+    await store.add_result(result)
+    view = store.get("t0", "u")
+    assert view is not None
+    # The agent's JSON is the very string the event stream replays: no second copy.
+    assert view.agents["plasticity"] is view.events[0][1]
+    assert view.agent("plasticity") == result
+    assert view.as_json()["agents"]["plasticity"]["turn_id"] == "t0"
+    for i in range(1, 40):
+        await store.add_reply(
+            Reply(turn_id=f"t{i}", session_id="s", user_id="u", kind="final", text="x" * 400)
+        )
+    assert store.bytes_held <= 6_000
+    assert store.get("t0", "u") is None  # the oldest went first
+    assert store.get("t39", "u") is not None
+    assert store.bytes_held == sum(v.size for v in store.turns_of("u"))
