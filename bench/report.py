@@ -190,6 +190,31 @@ def rows(r: dict[str, Any]) -> list[dict[str, str]]:
         f"after {mem.get('turns_at_half')}: {_fmt(half, ' MiB', 0)}",
         _verdict(growth_rss, RSS_FLAT_FACTOR, at_most=True),
     )
+    # Apart: the broker's share is its in-memory log (the embedded broker keeps every
+    # record it was sent), the services' share is ours.
+    rss = mem.get("rss_mib") or {}
+    parts = []
+    for name in ("broker", "gateway"):
+        half_mib = _num((rss.get("half") or {}).get(name))
+        end_of = _num((rss.get("end") or {}).get(name))
+        if half_mib is not None and end_of is not None:
+            parts.append(f"{name} {half_mib:.0f} -> {end_of:.0f} MiB")
+    services = {
+        k: _num(v)
+        for k, v in (rss.get("end") or {}).items()
+        if k not in ("broker", "llm-sim") and _num(v) is not None
+    }
+    services_half = {k: _num(v) for k, v in (rss.get("half") or {}).items() if k in services}
+    if services and all(v is not None for v in services_half.values()):
+        total_end = sum(v for v in services.values() if v is not None)
+        total_half = sum(v for v in services_half.values() if v is not None)
+        add(
+            "7 RSS growth, services without the broker",
+            _fmt(total_end / total_half if total_half else None, "x", 3),
+            "-",
+            "; ".join(parts),
+            "-",
+        )
     return out
 
 
