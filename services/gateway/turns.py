@@ -152,7 +152,8 @@ class TurnStore:
             view.events.append((event, data))
             view.changed.notify_all()
         view.size += len(data)
-        if view.turn_id in self._turns:
+        # Only a view still held counts (an evicted one may still get a late event).
+        if self._turns.get(view.turn_id) is view:
             self._bytes += len(data)
             self._evict()
 
