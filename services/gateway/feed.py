@@ -76,7 +76,11 @@ class ReplyFeed:
         pacer = self._kafka.pacer()
         async for batch in tail_batches(consumer):
             pacer.apply(consumer, self._store.in_flight)
-            for tp, records in batch.items():
+            # Replies last: a final in the same batch as its agents' results then
+            # follows them (the store still holds a final that arrives earlier).
+            for tp, records in sorted(
+                batch.items(), key=lambda item: item[0].topic == self._replies_topic
+            ):
                 for record in records:
                     try:
                         if tp.topic == self._replies_topic:

@@ -4,6 +4,10 @@ Bounded (LRU) in turns and in bytes, so memory stays flat however many turns pas
 through. A turn is kept as the JSON texts of its events (what the server-sent
 events replay): an agent's result is that same text, not a second, parsed copy,
 which took several times the memory of the JSON.
+
+The final reply travels on another topic than the agents' results, so it can reach
+the gateway before a result it was built from. Its event waits for those results
+(a short grace at most), so a stream that ends with the final has shown them all.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from coachbus.contracts import AgentResult, AgentResultAdapter, Reply
+from coachbus.contracts import AGENTS, AgentResult, AgentResultAdapter, Reply
 
 
 @dataclass(eq=False)
@@ -32,6 +36,9 @@ class TurnView:
     events: list[tuple[str, str]] = field(default_factory=list)
     changed: asyncio.Condition = field(default_factory=asyncio.Condition)
     size: int = 0  # characters of JSON held, for the store's byte budget
+    # The final's JSON while it waits for results it was built from (see module doc).
+    held_final: str | None = None
+    grace_task: asyncio.Task[None] | None = None
 
     def agent(self, name: str) -> AgentResult | None:
         data = self.agents.get(name)
@@ -63,6 +70,10 @@ class TurnView:
 # A turn sent through this gateway counts as in flight until its final arrives,
 # or for this long at most (a final that never comes must not count forever).
 IN_FLIGHT_LIMIT_S = 600.0
+# How long a final waits for the results it names as reported. They were on the
+# broker before it (Synth read them), so this only bounds a result that never
+# decodes here; normally the wait is one fetch.
+FINAL_GRACE_S = 3.0
 
 
 class TurnStore:
@@ -73,9 +84,7 @@ class TurnStore:
         self._bytes = 0
         self._awaiting: dict[str, float] = {}  # turn id -> when it was sent (monotonic)
 
-    def open(
-        self, turn_id: str, user_id: str, session_id: str, *, sent: bool = False
-    ) -> TurnView:
+    def open(self, turn_id: str, user_id: str, session_id: str, *, sent: bool = False) -> TurnView:
         """The turn's view, made if new; ``sent``: this gateway just published it."""
         view = self._turns.get(turn_id)
         if view is None:
@@ -133,6 +142,12 @@ class TurnStore:
                 return
             view.final = reply
             self._awaiting.pop(reply.turn_id, None)
+            if self._unreported(view):
+                view.held_final = reply.model_dump_json()
+                view.grace_task = asyncio.create_task(
+                    self._release_after(view, FINAL_GRACE_S), name="gateway-final-grace"
+                )
+                return
         else:
             if any(h.created_at == reply.created_at for h in view.human):
                 return
@@ -146,6 +161,29 @@ class TurnStore:
         data = result.model_dump_json()
         view.agents[result.agent] = data
         await self._emit(view, "agent", data)
+        if view.held_final is not None and not self._unreported(view):
+            if view.grace_task is not None:
+                view.grace_task.cancel()
+                view.grace_task = None
+            await self._release_final(view)
+
+    @staticmethod
+    def _unreported(view: TurnView) -> list[str]:
+        """Agents the final counts as reported whose result this view lacks."""
+        if view.final is None:
+            return []
+        missing = set(view.final.missing_agents)
+        return [a for a in AGENTS if a not in missing and a not in view.agents]
+
+    async def _release_after(self, view: TurnView, delay: float) -> None:
+        await asyncio.sleep(delay)
+        view.grace_task = None
+        await self._release_final(view)
+
+    async def _release_final(self, view: TurnView) -> None:
+        data, view.held_final = view.held_final, None
+        if data is not None:
+            await self._emit(view, "final", data)
 
     async def _emit(self, view: TurnView, event: str, data: str) -> None:
         async with view.changed:

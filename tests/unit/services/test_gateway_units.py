@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from pydantic import SecretStr
 
@@ -37,12 +39,12 @@ def test_rate_limit_bucket_refills() -> None:
 
 async def test_turn_store_dedupes_and_is_bounded() -> None:
     store = TurnStore(capacity=2)
-    reply = Reply(turn_id="t1", session_id="s", user_id="u", kind="final", text="x")
+    reply = Reply(turn_id="t1", session_id="s", user_id="u", kind="coach", text="x")
     store.open("t1", "u", "s")
     await store.add_reply(reply)
     await store.add_reply(reply)
     view = store.get("t1", "u")
-    assert view is not None and [e for e, _ in view.events] == ["final"]
+    assert view is not None and [e for e, _ in view.events] == ["coach"]
     assert store.get("t1", "someone-else") is None
     store.open("t2", "u", "s")
     store.open("t3", "u", "s")
@@ -139,9 +141,52 @@ async def test_turn_store_keeps_json_once_and_is_bounded_in_bytes() -> None:
     assert view.as_json()["agents"]["plasticity"]["turn_id"] == "t0"
     for i in range(1, 40):
         await store.add_reply(
-            Reply(turn_id=f"t{i}", session_id="s", user_id="u", kind="final", text="x" * 400)
+            Reply(turn_id=f"t{i}", session_id="s", user_id="u", kind="coach", text="x" * 400)
         )
     assert store.bytes_held <= 6_000
     assert store.get("t0", "u") is None  # the oldest went first
     assert store.get("t39", "u") is not None
     assert store.bytes_held == sum(v.size for v in store.turns_of("u"))
+
+
+async def test_final_event_waits_for_the_results_it_was_built_from(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from coachbus.contracts import PlasticityResult
+    from services.gateway import turns
+    from services.plasticity import logic
+    from tests.unit.agents.helpers import msg
+
+    store = TurnStore()
+    message = msg("I want to run three times a week.", turn="t1", session="s", user="u")
+    store.open("t1", "u", "s", sent=True)
+    # The final overtook Plasticity's result; the others were missing by its deadline.
+    missing = ["shadow", "persona", "stability", "coach"]
+    await store.add_reply(
+        Reply(
+            turn_id="t1",
+            session_id="s",
+            user_id="u",
+            kind="final",
+            text="done",
+            degraded=True,
+            missing_agents=missing,  # type: ignore[arg-type]
+        )
+    )
+    view = store.get("t1", "u")
+    assert view is not None and view.final is not None
+    assert [e for e, _ in view.events] == []  # held, not shown
+    assert store.in_flight == 0  # but the turn is answered
+    result = PlasticityResult.for_message(message, logic.plan(None, message), started=0.0)
+    await store.add_result(result)
+    assert [e for e, _ in view.events] == ["agent", "final"]
+    assert view.grace_task is None  # its grace timer is gone with it
+
+    # A result that never comes holds the final no longer than the grace.
+    monkeypatch.setattr(turns, "FINAL_GRACE_S", 0.01)
+    store.open("t2", "u", "s", sent=True)
+    await store.add_reply(Reply(turn_id="t2", session_id="s", user_id="u", kind="final", text="x"))
+    late = store.get("t2", "u")
+    assert late is not None and late.events == []
+    await asyncio.sleep(0.05)
+    assert [e for e, _ in late.events] == ["final"]
