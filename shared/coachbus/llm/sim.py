@@ -397,12 +397,23 @@ class Simulator:
 
         yield chunk({"role": "assistant", "content": ""})
         priority = int(body.get("priority") or 0)
+        # An instant model has every token at once: one write carries them all (still
+        # one event per token), as a server does when tokens outpace the socket. A
+        # write per token made the simulator a large user of the CPU it shares with
+        # the stack under test.
+        instant = self.config.tokens_per_s <= 0
+        held: list[bytes] = []
         async for kind, piece in self._produce(plan, priority):
             key = "reasoning_content" if kind == "reasoning" else "content"
-            yield chunk({key: piece})
+            if instant:
+                held.append(chunk({key: piece}))
+            else:
+                yield chunk({key: piece})
         if plan.fault == "timeout":
+            if held:
+                yield b"".join(held)
             return
-        yield chunk({}, plan.finish_reason)
+        held.append(chunk({}, plan.finish_reason))
         if plan.include_usage:
             data = {
                 "id": cid,
@@ -412,8 +423,13 @@ class Simulator:
                 "choices": [],
                 "usage": self._usage(plan),
             }
-            yield f"data: {json.dumps(data)}\n\n".encode()
-        yield b"data: [DONE]\n\n"
+            held.append(f"data: {json.dumps(data)}\n\n".encode())
+        held.append(b"data: [DONE]\n\n")
+        if instant:
+            yield b"".join(held)
+        else:
+            for event in held:
+                yield event
 
     async def _whole(self, plan: _Plan) -> AsyncIterator[bytes]:
         reasoning: list[str] = []
