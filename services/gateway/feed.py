@@ -43,6 +43,7 @@ class ReplyFeed:
         self._topics = [replies_topic, review_topic, *agent_topics]
         self._review_lookback = review_lookback
         self._consumer: AIOKafkaConsumer | None = None
+        self._pacer = kafka.pacer()
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
@@ -69,13 +70,18 @@ class ReplyFeed:
                 # Open reviews (and the human answers that closed them) outlive a
                 # restart: re-read a recent tail of both topics.
                 consumer.seek(tp, max(0, end - self._review_lookback))
+        self._store.on_sent = self._pace
         self._task = asyncio.create_task(self._run(consumer), name="gateway-feed")
 
+    def _pace(self) -> None:
+        # Many turns in flight: fetch less often; none for a while: idle (see
+        # coachbus.bus.pacing). A turn sent ends the idleness before its first fetch.
+        if self._consumer is not None:
+            self._pacer.apply(self._consumer, self._store.in_flight)
+
     async def _run(self, consumer: AIOKafkaConsumer) -> None:
-        # Many turns in flight: fetch less often (see coachbus.bus.pacing).
-        pacer = self._kafka.pacer()
         async for batch in tail_batches(consumer):
-            pacer.apply(consumer, self._store.in_flight)
+            self._pace()
             # Replies last: a final in the same batch as its agents' results then
             # follows them (the store still holds a final that arrives earlier).
             for tp, records in sorted(

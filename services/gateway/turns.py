@@ -16,6 +16,7 @@ import asyncio
 import json
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,6 +84,8 @@ class TurnStore:
         self._max_bytes = max_bytes
         self._bytes = 0
         self._awaiting: dict[str, float] = {}  # turn id -> when it was sent (monotonic)
+        # Called when a turn is sent (the feed shortens its fetch wait at once).
+        self.on_sent: Callable[[], None] | None = None
 
     def open(self, turn_id: str, user_id: str, session_id: str, *, sent: bool = False) -> TurnView:
         """The turn's view, made if new; ``sent``: this gateway just published it."""
@@ -92,6 +95,8 @@ class TurnStore:
             self._evict()
         if sent and view.final is None:
             self._awaiting[turn_id] = time.monotonic()
+            if self.on_sent is not None:
+                self.on_sent()
         return view
 
     def _evict(self) -> None:

@@ -41,6 +41,11 @@ class KafkaSettings(BaseSettings):
     # back to them (see bus.pacing). At or below fetch_max_wait_ms: never changes.
     fetch_max_wait_busy_ms: int = Field(default=25, ge=0, le=10_000)
     fetch_busy_at: int = Field(default=4, ge=1)
+    # With nothing in hand for ``fetch_idle_after_s``, fetches wait this long: idle
+    # polling is what a quiet stack burns (see bus.pacing). At or below
+    # fetch_max_wait_ms: never changes.
+    fetch_max_wait_idle_ms: int = Field(default=50, ge=0, le=10_000)
+    fetch_idle_after_s: float = Field(default=5.0, ge=0)
     # LLM calls are long: the poll loop never waits for them (see bus.dispatch),
     # but keep generous head-room for a stalled event loop anyway.
     max_poll_interval_ms: int = Field(default=600_000, ge=10_000)
@@ -78,6 +83,8 @@ class KafkaSettings(BaseSettings):
             base_ms=self.fetch_max_wait_ms,
             busy_ms=self.fetch_max_wait_busy_ms,
             busy_at=self.fetch_busy_at,
+            idle_ms=self.fetch_max_wait_idle_ms,
+            idle_after_s=self.fetch_idle_after_s,
         )
 
 

@@ -51,6 +51,8 @@ class Record(Protocol):
 Hold = asyncio.Future[None]
 # Users seen this recently count as active for fetch pacing.
 ACTIVE_WINDOW_S = 1.0
+# How often the pacer looks again with no record arriving (to notice idleness).
+PACE_TICK_S = 0.25
 RecordHandler = Callable[[Record], Awaitable[Hold | None]]
 FailureHandler = Callable[[Record, BaseException], Awaitable[None]]
 
@@ -119,6 +121,10 @@ class KeyedDispatcher:
         self._pending_keys: dict[bytes, int] = {}
         self._recent_keys: OrderedDict[bytes, float] = OrderedDict()
         self._pacer = pacer
+        # The consumer to pace before its first record reaches us (see ``watch``).
+        self._consumer_source: Callable[[], object | None] | None = None
+        self._paced: object | None = None
+        self._pacing: asyncio.Task[None] | None = None
 
     # ------------------------------------------------------------------ intake
 
@@ -256,14 +262,31 @@ class KeyedDispatcher:
         if self._pending_jobs == 0:
             self._idle.set()
 
+    def watch(self, consumer_source: Callable[[], object | None]) -> None:
+        """Pace the consumer ``consumer_source`` returns (once it exists) even while
+        no record arrives: that is when it should go idle."""
+        self._consumer_source = consumer_source
+
+    def start_pacing(self) -> None:
+        if self._pacer is not None and self._pacer.enabled and self._pacing is None:
+            self._pacing = asyncio.create_task(self._pace_loop(), name="coachbus-pace")
+
+    async def _pace_loop(self) -> None:
+        while True:
+            await asyncio.sleep(PACE_TICK_S)
+            if self._paced is None and self._consumer_source is not None:
+                self._paced = self._consumer_source()
+            self._pace()
+
     def _pace(self) -> None:
-        if self._pacer is None or self._consumer is None:
+        consumer = self._consumer or self._paced
+        if self._pacer is None or consumer is None:
             return
         since = time.monotonic() - ACTIVE_WINDOW_S
         recent = self._recent_keys
         while recent and next(iter(recent.values())) < since:
             recent.popitem(last=False)
-        self._pacer.apply(self._consumer, max(len(self._pending_keys), len(recent)))
+        self._pacer.apply(consumer, max(len(self._pending_keys), len(recent)))
 
     def _mark(self, part: _Partition) -> None:
         if not part.revoked:
@@ -357,6 +380,8 @@ class KeyedDispatcher:
             _done, pending = await asyncio.wait(running, timeout=timeout or self._drain_timeout_s)
             for task in pending:
                 task.cancel()
+        if self._pacing is not None:
+            self._pacing.cancel()
         if self._committer is not None:
             self._committer.cancel()
             with contextlib.suppress(asyncio.CancelledError):

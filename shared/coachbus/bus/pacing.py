@@ -15,38 +15,64 @@ millisecond of a hop shows in a turn, and the consumer asks often. Once it serve
 turns already queue for the LLM and for the CPU; a few milliseconds more per hop
 are nothing next to that, and asking less often gives the CPU back to the work.
 One user sending turn after turn is not load: the wait stays short for them.
-With ``busy_ms <= base_ms`` (e.g. on Kafka, with a long wait) the pacer never
-changes anything.
+
+A replica that has had nothing in hand for ``idle_after_s`` waits ``idle_ms``: the
+embedded stack polled away more than a core of a 2-core machine doing nothing. The
+price is paid once, by the first hop of the next turn (a few milliseconds on a
+turn the LLM makes last seconds); the record it brings ends the idleness.
+
+With ``busy_ms`` and ``idle_ms`` not above ``base_ms`` (e.g. on Kafka, with a long
+wait) the pacer never changes anything.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 log = logging.getLogger(__name__)
 
 
 class FetchPacer:
-    def __init__(self, *, base_ms: int, busy_ms: int, busy_at: int) -> None:
+    def __init__(
+        self,
+        *,
+        base_ms: int,
+        busy_ms: int,
+        busy_at: int,
+        idle_ms: int | None = None,
+        idle_after_s: float = 5.0,
+    ) -> None:
         self.base_ms = base_ms
         self.busy_ms = max(busy_ms, base_ms)
         self.busy_at = max(busy_at, 1)
+        self.idle_ms = max(idle_ms if idle_ms is not None else base_ms, base_ms)
+        self.idle_after_s = idle_after_s
         self.current_ms: int | None = None
+        # Starting counts as activity: a replica goes idle ``idle_after_s`` later.
+        self._active_at = time.monotonic()
 
     @property
     def enabled(self) -> bool:
-        return self.busy_ms > self.base_ms
+        return self.busy_ms > self.base_ms or self.idle_ms > self.base_ms
 
-    def wait_for(self, load: int) -> int:
-        """The fetch wait for ``load`` users' turns in hand."""
-        return self.busy_ms if load >= self.busy_at else self.base_ms
+    def wait_for(self, load: int, now: float | None = None) -> int:
+        """The fetch wait for ``load`` users' turns in hand (0 for long: idle)."""
+        now = time.monotonic() if now is None else now
+        if load > 0:
+            self._active_at = now
+        if load >= self.busy_at:
+            return self.busy_ms
+        if now - self._active_at >= self.idle_after_s:
+            return self.idle_ms
+        return self.base_ms
 
-    def apply(self, consumer: Any, load: int) -> None:
+    def apply(self, consumer: Any, load: int, now: float | None = None) -> None:
         """Set the consumer's fetch wait for ``load``; effective from its next fetch."""
         if not self.enabled:
             return
-        wanted = self.wait_for(load)
+        wanted = self.wait_for(load, now)
         if wanted == self.current_ms:
             return
         # aiokafka reads the wait from its fetcher each time it builds a request and

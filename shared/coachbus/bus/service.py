@@ -372,7 +372,7 @@ class AgentRuntime:
         )
         self.dispatchers.append(dispatcher)
 
-        @router.subscriber(
+        subscriber = router.subscriber(
             *[self.topic(t) for t in topics],
             group_id=self.group_id,
             ack_policy=AckPolicy.MANUAL,
@@ -390,9 +390,14 @@ class AgentRuntime:
             title=title,
             description=description,
         )
+
+        @subscriber
         async def submit(msg: KafkaMessage) -> None:
             await dispatcher.submit(msg.raw_message, msg.consumer)  # type: ignore[arg-type]
 
+        # FastStream makes the consumer when the broker starts; until a record comes,
+        # only this reference lets the pacer see it (and let it go idle).
+        dispatcher.watch(lambda: getattr(subscriber, "consumer", None))
         return dispatcher
 
     def agent(
@@ -487,6 +492,8 @@ class AgentRuntime:
                 await view.start()
         for hook in self.startup_hooks:
             await hook()
+        for dispatcher in self.dispatchers:
+            dispatcher.start_pacing()
 
     async def _shutdown(self) -> None:
         # Finish the work in hand and commit it before the consumers stop; what is

@@ -112,3 +112,55 @@ async def test_dispatcher_paces_by_users_seen_recently(monkeypatch: pytest.Monke
     await dispatcher.idle()
     assert consumer.wait_ms == 5
     await dispatcher.close()
+
+
+def test_a_quiet_replica_goes_idle_and_the_next_record_ends_it() -> None:
+    pacer = FetchPacer(base_ms=5, busy_ms=25, busy_at=4, idle_ms=50, idle_after_s=5.0)
+    assert pacer.wait_for(1, now=100.0) == 5
+    assert pacer.wait_for(0, now=104.0) == 5  # quiet, not yet for long
+    assert pacer.wait_for(0, now=105.5) == 50  # idle
+    assert pacer.wait_for(1, now=106.0) == 5  # a record: awake at once
+    assert pacer.wait_for(0, now=110.0) == 5
+    assert pacer.wait_for(8, now=111.0) == 25  # busy wins over everything
+    assert pacer.wait_for(0, now=116.5) == 50
+
+
+def test_an_idle_wait_not_above_the_base_changes_nothing() -> None:
+    # On Kafka a waiting fetch is answered at once: idle or not, nothing to save.
+    pacer = KafkaSettings(fetch_max_wait_ms=500).pacer()
+    assert not pacer.enabled
+    assert pacer.wait_for(0, now=1e9) == 500
+    # The embedded default is paced both ways.
+    embedded = KafkaSettings().pacer()
+    assert embedded.enabled and embedded.idle_ms > embedded.base_ms
+
+
+async def test_dispatcher_goes_idle_without_any_record(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(dispatch, "PACE_TICK_S", 0.01)
+    monkeypatch.setattr(dispatch, "ACTIVE_WINDOW_S", 0.0)
+    consumer = PacedConsumer(5)
+
+    async def instant(record: Record) -> None:
+        return None
+
+    dispatcher = KeyedDispatcher(
+        service="t",
+        handle=instant,
+        on_failure=_fail,
+        pacer=FetchPacer(base_ms=5, busy_ms=25, busy_at=3, idle_ms=50, idle_after_s=0.05),
+    )
+    # Before its first record the consumer is only known through the subscriber.
+    made: list[PacedConsumer] = []
+    dispatcher.watch(lambda: made[0] if made else None)
+    dispatcher.start_pacing()
+    await asyncio.sleep(0.03)
+    made.append(consumer)
+    for _ in range(100):
+        await asyncio.sleep(0.01)
+        if consumer.wait_ms == 50:
+            break
+    assert consumer.wait_ms == 50
+    await dispatcher.submit(Rec("in", 0, 0, b"u1"), consumer)
+    assert consumer.wait_ms == 5  # the record ended the idleness before any handling
+    await dispatcher.idle()
+    await dispatcher.close()

@@ -190,3 +190,12 @@ async def test_final_event_waits_for_the_results_it_was_built_from(
     assert late is not None and late.events == []
     await asyncio.sleep(0.05)
     assert [e for e, _ in late.events] == ["final"]
+
+
+def test_sending_a_turn_tells_the_feed_at_once() -> None:
+    store = TurnStore()
+    calls: list[int] = []
+    store.on_sent = lambda: calls.append(store.in_flight)
+    store.open("t1", "u", "s")  # seen on the feed: not ours
+    store.open("t2", "u", "s", sent=True)
+    assert calls == [1]
