@@ -50,6 +50,7 @@ from coachbus.contracts import (
     UserInputAdapter,
     UserMessage,
 )
+from coachbus.heap import trim_forever
 from coachbus.llm import LLMClient, LLMSettings, PromptBuilder, Router, describe
 from coachbus.logs import setup_logging
 from coachbus.metrics import AGENT_LATENCY, DLQ_MESSAGES, MESSAGES, REGISTRY
@@ -204,6 +205,7 @@ class AgentRuntime:
             logger=logging.getLogger(f"coachbus.{service}"),
         )
         self.dispatchers: list[KeyedDispatcher] = []
+        self._trimmer: asyncio.Task[None] | None = None
         self.assign_hooks: list[PartitionHook] = []
         self.revoke_hooks: list[PartitionHook] = []
         self.views: list[TableView[Any]] = []
@@ -494,8 +496,13 @@ class AgentRuntime:
             await hook()
         for dispatcher in self.dispatchers:
             dispatcher.start_pacing()
+        self._trimmer = asyncio.create_task(
+            trim_forever(self.settings.malloc_trim_s), name="coachbus-heap-trim"
+        )
 
     async def _shutdown(self) -> None:
+        if self._trimmer is not None:
+            self._trimmer.cancel()
         # Finish the work in hand and commit it before the consumers stop; what is
         # not finished stays uncommitted (never committed-but-lost).
         await asyncio.gather(*(d.close() for d in self.dispatchers))
