@@ -46,6 +46,7 @@ from bench.harness import (
     running,
     ts,
 )
+from coachbus.settings import KafkaSettings
 
 log = logging.getLogger("bench")
 RESULTS = Path(__file__).with_name("results")
@@ -63,6 +64,7 @@ class Plan:
     load_users: int
     load_max_s: float
     idle_s: float
+    idle_settle_s: float
     fixed_llm_ms: float
     fixed_turns: int
     fixed_max_s: float
@@ -82,6 +84,7 @@ class Plan:
             load_users=16,
             load_max_s=300,
             idle_s=5,
+            idle_settle_s=KafkaSettings().fetch_idle_after_s + 1,
             fixed_llm_ms=300,
             fixed_turns=20,
             fixed_max_s=90,
@@ -102,6 +105,7 @@ class Plan:
             load_users=3,
             load_max_s=10,
             idle_s=0.5,
+            idle_settle_s=0.0,
             fixed_llm_ms=50,
             fixed_turns=2,
             fixed_max_s=10,
@@ -238,7 +242,9 @@ async def phase_instant(
         procs["llm-sim"] = psutil.Process(sim.pid)
     # Warm-up: first connections, imports on first use, tokenizer loads.
     await closed_loop(users, 2, max_turns=plan.warmup_turns, duration_s=120)
-    # Idle: what the stack burns doing nothing (poll loops, heartbeats).
+    # Idle: what the stack burns doing nothing (poll loops, heartbeats), once its
+    # consumers have gone idle (see coachbus.bus.pacing).
+    await asyncio.sleep(plan.idle_settle_s)
     cpu0 = cpu_seconds(procs)
     await asyncio.sleep(plan.idle_s)
     cpu1 = cpu_seconds(procs)
