@@ -69,9 +69,12 @@ async def test_instant_sim_sends_every_token_as_its_own_event_in_one_write(
         "max_tokens": 40,
         "messages": [{"role": "user", "content": "I keep putting off my run."}],
     }
-    async with sim(tokens_per_s=0) as url, httpx.AsyncClient() as http:
-        async with http.stream("POST", f"{url}/chat/completions", json=body) as response:
-            reads = [part async for part in response.aiter_raw()]
+    async with (
+        sim(tokens_per_s=0) as url,
+        httpx.AsyncClient() as http,
+        http.stream("POST", f"{url}/chat/completions", json=body) as response,
+    ):
+        reads = [part async for part in response.aiter_raw()]
     events = b"".join(reads).split(b"\n\n")
     tokens = [e for e in events if b'"content"' in e and b'"role"' not in e]
     assert len(tokens) >= 10 and events[-2] == b"data: [DONE]"

@@ -30,6 +30,15 @@ class PacedConsumer(FakeConsumer):
         return value
 
 
+def _instant_dispatcher(pacer: FetchPacer) -> KeyedDispatcher:
+    """A dispatcher whose handler answers at once."""
+
+    async def instant(record: Record) -> None:
+        return None
+
+    return KeyedDispatcher(service="t", handle=instant, on_failure=_fail, pacer=pacer)
+
+
 def test_wait_follows_the_number_of_users_in_hand() -> None:
     pacer = FetchPacer(base_ms=5, busy_ms=25, busy_at=4)
     assert [pacer.wait_for(n) for n in (0, 1, 3, 4, 64)] == [5, 5, 5, 25, 25]
@@ -88,16 +97,7 @@ async def test_dispatcher_paces_by_users_seen_recently(monkeypatch: pytest.Monke
     # An agent that answers at once has nothing in hand, yet polls for every user.
     monkeypatch.setattr(dispatch, "ACTIVE_WINDOW_S", 0.2)
     consumer = PacedConsumer(5)
-
-    async def instant(record: Record) -> None:
-        return None
-
-    dispatcher = KeyedDispatcher(
-        service="t",
-        handle=instant,
-        on_failure=_fail,
-        pacer=FetchPacer(base_ms=5, busy_ms=25, busy_at=3),
-    )
+    dispatcher = _instant_dispatcher(FetchPacer(base_ms=5, busy_ms=25, busy_at=3))
     # One user sending turn after turn is not load.
     for offset in range(5):
         await dispatcher.submit(Rec("in", 0, offset, b"u1"), consumer)
@@ -139,15 +139,8 @@ async def test_dispatcher_goes_idle_without_any_record(monkeypatch: pytest.Monke
     monkeypatch.setattr(dispatch, "PACE_TICK_S", 0.01)
     monkeypatch.setattr(dispatch, "ACTIVE_WINDOW_S", 0.0)
     consumer = PacedConsumer(5)
-
-    async def instant(record: Record) -> None:
-        return None
-
-    dispatcher = KeyedDispatcher(
-        service="t",
-        handle=instant,
-        on_failure=_fail,
-        pacer=FetchPacer(base_ms=5, busy_ms=25, busy_at=3, idle_ms=50, idle_after_s=0.05),
+    dispatcher = _instant_dispatcher(
+        FetchPacer(base_ms=5, busy_ms=25, busy_at=3, idle_ms=50, idle_after_s=0.05)
     )
     # Before its first record the consumer is only known through the subscriber.
     made: list[PacedConsumer] = []
