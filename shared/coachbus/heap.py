@@ -14,11 +14,8 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import ctypes.util
-import logging
 import sys
 from collections.abc import Callable
-
-log = logging.getLogger(__name__)
 
 
 def malloc_trim() -> Callable[[], int] | None:

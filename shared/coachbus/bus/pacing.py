@@ -27,11 +27,8 @@ wait) the pacer never changes anything.
 
 from __future__ import annotations
 
-import logging
 import time
 from typing import Any
-
-log = logging.getLogger(__name__)
 
 
 class FetchPacer:
@@ -58,7 +55,8 @@ class FetchPacer:
         return self.busy_ms > self.base_ms or self.idle_ms > self.base_ms
 
     def wait_for(self, load: int, now: float | None = None) -> int:
-        """The fetch wait for ``load`` users' turns in hand (0 for long: idle)."""
+        """The fetch wait for ``load`` users' turns in hand; a load of 0 for
+        ``idle_after_s`` means idle."""
         now = time.monotonic() if now is None else now
         if load > 0:
             self._active_at = now
