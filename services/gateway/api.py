@@ -108,13 +108,15 @@ def create_api(
         ]
         return problem(422, "Unprocessable Content", "the request is not valid", errors=errors)
 
-    def principal(authorization: Annotated[str | None, Header()] = None) -> Principal:
+    # Async on purpose: FastAPI runs a sync dependency in a worker thread, a thread
+    # hop per request for what is a dict lookup.
+    async def principal(authorization: Annotated[str | None, Header()] = None) -> Principal:
         found = keys.resolve(authorization)
         if found is None:
             raise HTTPException(401, "missing or unknown API key")
         return found
 
-    def limited(caller: Annotated[Principal, Depends(principal)]) -> Principal:
+    async def limited(caller: Annotated[Principal, Depends(principal)]) -> Principal:
         retry_after = limits.take(caller.user_id)
         if retry_after is not None:
             raise HTTPException(
@@ -212,7 +214,7 @@ def create_api(
         reviews.drop_user(caller.user_id)
         return {"status": "erasing", "request_id": request.turn_id, "cached_turns_dropped": dropped}
 
-    def reviewer(caller: Caller) -> Principal:
+    async def reviewer(caller: Caller) -> Principal:
         if not caller.reviewer:
             raise HTTPException(403, "this key has no reviewer role")
         return caller
