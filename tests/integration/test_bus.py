@@ -180,3 +180,56 @@ async def test_paced_fetch_wait_reaches_the_broker(
         assert sent[-1] == 5
     finally:
         await consumer.stop()
+
+
+async def test_one_view_tail_feeds_views_of_several_topics(
+    kafka_bootstrap: str, topic_prefix: str
+) -> None:
+    """A process reads all its views through one consumer: each view catches up on
+    what its topic held at the start, then follows new records and tombstones of
+    its own topic only."""
+    from coachbus.bus.state import TableView, ViewTail
+
+    settings = CoachbusSettings(topic_prefix=topic_prefix, partitions=3)
+    kafka = KafkaSettings(bootstrap_servers=kafka_bootstrap)
+    await ensure_topics(settings, kafka)
+    boards_topic = settings.topic(Topic.BLACKBOARD.value)
+    profiles_topic = settings.topic(Topic.PROFILES.value)
+    producer = AIOKafkaProducer(bootstrap_servers=kafka_bootstrap)
+    await producer.start()
+
+    async def put(topic: str, user: str, board: Blackboard | None) -> None:
+        value = board.model_dump_json().encode() if board is not None else None
+        await producer.send_and_wait(topic, value, key=user.encode())
+
+    boards = TableView(topic=boards_topic, model=Blackboard, kafka=kafka)
+    # A second view whose topic is empty at the start (the records are read with
+    # the Blackboard model only to keep the test small; the view does not care).
+    others = TableView(topic=profiles_topic, model=Blackboard, kafka=kafka)
+    tail = ViewTail([boards, others], kafka)
+    try:
+        for i in range(4):
+            await put(boards_topic, f"user{i}", Blackboard(user_id=f"user{i}", turn_count=i))
+        await tail.start()
+        async with asyncio.timeout(15):
+            await boards.caught_up.wait()
+            await others.caught_up.wait()
+        assert [boards.get(f"user{i}").turn_count for i in range(4)] == [0, 1, 2, 3]  # type: ignore[union-attr]
+        assert others.get("user0") is None
+
+        await put(boards_topic, "user1", None)
+        await put(boards_topic, "user2", Blackboard(user_id="user2", turn_count=20))
+        await put(profiles_topic, "user9", Blackboard(user_id="user9", turn_count=9))
+        async with asyncio.timeout(15):
+            while not (
+                boards.get("user1") is None
+                and (b := boards.get("user2")) is not None
+                and b.turn_count == 20
+                and others.get("user9") is not None
+            ):
+                await asyncio.sleep(0.05)
+        assert boards.get("user9") is None
+        assert others.get("user2") is None
+    finally:
+        await tail.stop()
+        await producer.stop()

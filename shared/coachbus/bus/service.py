@@ -39,7 +39,7 @@ from coachbus import __version__
 from coachbus.bus.admin import ensure_topics, wait_for_broker
 from coachbus.bus.codec import JSON_HEADERS, DecodeError, decode, encode
 from coachbus.bus.dispatch import Hold, KeyedDispatcher, Record
-from coachbus.bus.state import OwnedStore, TableView, read_tail
+from coachbus.bus.state import OwnedStore, TableView, ViewTail, read_tail
 from coachbus.contracts import (
     DLQ_ORIGINAL_MAX,
     DeadLetter,
@@ -212,6 +212,7 @@ class AgentRuntime:
         self.assign_hooks: list[PartitionHook] = []
         self.revoke_hooks: list[PartitionHook] = []
         self.views: list[TableView[Any]] = []
+        self._view_tail: ViewTail | None = None
         self.stores: list[OwnedStore[Any]] = []
         self.erase_hooks: list[Callable[[str], Awaitable[None]]] = []
         self.session_end_hooks: list[Callable[[SessionEnd], Awaitable[None]]] = []
@@ -494,8 +495,9 @@ class AgentRuntime:
         if self.kafka_io:
             await wait_for_broker(self.kafka)
             await ensure_topics(self.settings, self.kafka)
-            for view in self.views:
-                await view.start()
+            # One consumer for all of this service's views (see ViewTail).
+            self._view_tail = ViewTail(self.views, self.kafka)
+            await self._view_tail.start()
         for hook in self.startup_hooks:
             await hook()
         for dispatcher in self.dispatchers:
@@ -512,8 +514,8 @@ class AgentRuntime:
         await asyncio.gather(*(d.close() for d in self.dispatchers))
         for hook in self.shutdown_hooks:
             await hook()
-        for view in self.views:
-            await view.stop()
+        if self._view_tail is not None:
+            await self._view_tail.stop()
         if self._producer is not None:
             await self._producer.stop()
         if self.llm is not None:

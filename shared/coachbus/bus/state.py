@@ -185,15 +185,15 @@ async def rewind_if_recreated(consumer: AIOKafkaConsumer) -> list[TopicPartition
 
 
 class TableView(Generic[S]):
-    """A continuously updated read-only copy of a compacted topic (all partitions)."""
+    """A continuously updated read-only copy of a compacted topic (all partitions),
+    fed by a :class:`ViewTail` (its own, or one shared by the process's views)."""
 
     def __init__(self, *, topic: str, model: type[S], kafka: KafkaSettings | None) -> None:
         self.topic = topic
         self.model = model
         self._kafka = kafka
         self._records: dict[str, S] = {}
-        self._task: asyncio.Task[None] | None = None
-        self._consumer: AIOKafkaConsumer | None = None
+        self._tail: ViewTail | None = None
         self.caught_up = asyncio.Event()
 
     def get(self, user_id: str) -> S | None:
@@ -205,9 +205,38 @@ class TableView(Generic[S]):
         else:
             self._records[user_id] = record
 
+    def apply_raw(self, key: bytes | None, value: bytes | None) -> None:
+        user_id = _key(key)
+        if user_id is not None:
+            self.apply(user_id, _parse(self.model, value, self.topic))
+
     async def start(self) -> None:
-        if self._kafka is None:
-            self.caught_up.set()
+        """Tail the topic with a consumer of its own (see :class:`ViewTail` to share one)."""
+        self._tail = ViewTail([self], self._kafka)
+        await self._tail.start()
+
+    async def stop(self) -> None:
+        if self._tail is not None:
+            await self._tail.stop()
+            self._tail = None
+
+
+class ViewTail:
+    """One consumer that tails the topics of several views. Every consumer costs a
+    fetch loop in the client and in the broker whether or not anything arrives; a
+    process with three views reads them through one."""
+
+    def __init__(self, views: Iterable[TableView[Any]], kafka: KafkaSettings | None) -> None:
+        self._views: dict[str, list[TableView[Any]]] = {}
+        for view in views:
+            self._views.setdefault(view.topic, []).append(view)
+        self._kafka = kafka
+        self._task: asyncio.Task[None] | None = None
+        self._consumer: AIOKafkaConsumer | None = None
+
+    async def start(self) -> None:
+        if self._kafka is None or not self._views:
+            self._caught_up(self._views)
             return
         kafka = self._kafka
         self._consumer = consumer = AIOKafkaConsumer(
@@ -220,38 +249,54 @@ class TableView(Generic[S]):
             **kafka.client_kwargs(),
         )
         await consumer.start()
-        parts = consumer.partitions_for_topic(self.topic)
-        if not parts:
-            await consumer._client.force_metadata_update()
-            parts = consumer.partitions_for_topic(self.topic) or set()
-        tps = [TopicPartition(self.topic, p) for p in sorted(parts)]
+        tps: list[TopicPartition] = []
+        for topic in sorted(self._views):
+            parts = consumer.partitions_for_topic(topic)
+            if not parts:
+                await consumer._client.force_metadata_update()
+                parts = consumer.partitions_for_topic(topic) or set()
+            tps.extend(TopicPartition(topic, p) for p in sorted(parts))
         consumer.assign(tps)
         await consumer.seek_to_beginning(*tps)
         ends = await consumer.end_offsets(tps)
-        self._task = asyncio.create_task(self._tail(consumer, ends), name=f"view-{self.topic}")
+        names = "+".join(sorted(self._views))
+        self._task = asyncio.create_task(self._run(consumer, ends), name=f"views-{names}")
 
-    async def _tail(self, consumer: AIOKafkaConsumer, ends: dict[TopicPartition, int]) -> None:
+    def _caught_up(self, topics: Iterable[str]) -> None:
+        for topic in topics:
+            for view in self._views.get(topic, ()):
+                view.caught_up.set()
+
+    async def _run(self, consumer: AIOKafkaConsumer, ends: dict[TopicPartition, int]) -> None:
+        # A topic's views are caught up once all its partitions reached their end
+        # offsets as of the start.
         behind = {tp for tp, end in ends.items() if end > 0}
-        if not behind:
-            self.caught_up.set()
+        pending = set(self._views)
+        done = pending - {tp.topic for tp in behind}
+        self._caught_up(done)
+        pending -= done
         async for batch in tail_batches(consumer):
             for tp, records in batch.items():
+                views = self._views.get(tp.topic, ())
                 for rec in records:
-                    key = _key(rec.key)
-                    if key is not None:
-                        self.apply(key, _parse(self.model, rec.value, self.topic))
+                    for view in views:
+                        view.apply_raw(rec.key, rec.value)
                 if tp in behind and await consumer.position(tp) >= ends[tp]:
                     behind.discard(tp)
-            if not behind and not self.caught_up.is_set():
-                self.caught_up.set()
+            if pending:
+                done = pending - {tp.topic for tp in behind}
+                self._caught_up(done)
+                pending -= done
 
     async def stop(self) -> None:
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+            self._task = None
         if self._consumer is not None:
             await self._consumer.stop()
+            self._consumer = None
 
 
 async def read_tail(
