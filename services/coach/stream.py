@@ -4,8 +4,9 @@ The router decides whether an LLM tier carries the reply and runs its bounded
 repair loop; it asks its client for one whole answer per attempt. The Coach gives
 its router a :class:`StreamingLLM` instead of the plain client: each attempt is
 streamed as text and its pieces go to a :class:`DeltaPublisher`, which batches
-them (about every 80 ms or at a sentence end, never per token), checks the text
-so far before anything is shown, and publishes ``coach_delta`` replies.
+them (about every 80 ms or at a sentence end, never per token nor per sentence of
+a burst), checks the text so far before anything is shown, and publishes
+``coach_delta`` replies.
 
 Rules that keep a half-shown reply safe:
 
@@ -36,6 +37,11 @@ from coachbus.llm import ChatRequest, ChatResult, LLMClient, OutputError, TokenC
 from coachbus.llm.tokens import count_messages
 
 BATCH_S = 0.08
+# A sentence end publishes before the batch is due, but not sooner than this after
+# the last piece: a burst of sentences (a fast model, a stream that stalled and
+# resumed) goes out as one piece, not one record per sentence. The first piece is
+# never held back.
+SENTENCE_GAP_S = 0.02
 _SENTENCE_END = re.compile(r"[.!?…](?:\s|$)")
 
 Publish = Callable[[str, int], Awaitable[None]]
@@ -86,8 +92,10 @@ class DeltaPublisher:
         token over the whole growing text.
         """
         self.text += delta
-        if self._clock() - self._last < self._batch_s and not _SENTENCE_END.search(
-            self.text, max(self._sent, len(self.text) - len(delta) - 1)
+        elapsed = self._clock() - self._last
+        if elapsed < self._batch_s and not (
+            (self.seq == 0 or elapsed >= SENTENCE_GAP_S)
+            and _SENTENCE_END.search(self.text, max(self._sent, len(self.text) - len(delta) - 1))
         ):
             return []
         errors = self._check(self.text)

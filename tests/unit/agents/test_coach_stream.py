@@ -85,3 +85,32 @@ async def test_nothing_is_shown_before_enough_words_to_judge_the_language() -> N
     shown = out["shown"]
     assert isinstance(shown, list)
     assert shown == ["Yes. Go. Now. Good."]  # only the accepted whole, at finish
+
+
+async def _pieces(token_gap_s: float) -> list[str]:
+    clock = Clock()
+    shown: list[str] = []
+
+    async def publish(piece: str, seq: int) -> None:
+        shown.append(piece)
+
+    sink = DeltaPublisher(publish, lambda _t: [], min_words=3, batch_s=0.08, clock=clock)
+    sink.start_attempt()
+    clock.now = 0.3  # the first token comes after the time to first token
+    for token in _tokens(TEXT):
+        clock.now += token_gap_s
+        await sink.feed(token)
+    await sink.finish()
+    assert "".join(shown) == TEXT
+    return shown
+
+
+async def test_a_burst_of_sentences_is_one_piece_after_the_first() -> None:
+    """A fast model (or a stream that resumes after a stall) delivers several
+    sentences at once: the first sentence goes out at once, the rest of the burst
+    as one piece, not one record per sentence."""
+    burst = await _pieces(0.0)
+    assert burst == [TEXT[: TEXT.index(". ") + 1], TEXT[TEXT.index(". ") + 1 :]]
+    # Tokens spread out: every sentence end publishes once the gap has passed.
+    spread = await _pieces(0.03)
+    assert len(spread) > 2
