@@ -199,3 +199,82 @@ def test_sending_a_turn_tells_the_feed_at_once() -> None:
     store.open("t1", "u", "s")  # seen on the feed: not ours
     store.open("t2", "u", "s", sent=True)
     assert calls == [1]
+
+
+async def test_feed_handles_replies_after_the_agent_results_of_the_same_batch() -> None:
+    """Within one fetched batch the final is handled after the results it was built
+    from, whatever order the consumer returned the topics in, so the store need not
+    hold it (the hold is what keeps the order when they come in different batches)."""
+    from types import SimpleNamespace
+
+    from aiokafka import TopicPartition
+
+    from coachbus.bus.codec import encode
+    from coachbus.contracts import AgentResult, PlasticityResult
+    from coachbus.settings import KafkaSettings
+    from services.gateway.feed import ReplyFeed
+    from services.gateway.review import ReviewQueue
+    from services.plasticity import logic
+    from tests.unit.agents.helpers import msg
+
+    message = msg("I want to run three times a week.", turn="t1", session="s", user="u")
+    result = PlasticityResult.for_message(message, logic.plan(None, message), started=0.0)
+    final = Reply(
+        turn_id="t1",
+        session_id="s",
+        user_id="u",
+        kind="final",
+        text="done",
+        degraded=True,
+        missing_agents=["shadow", "persona", "stability", "coach"],  # type: ignore[list-item]
+    )
+
+    class OneBatch:
+        """A consumer whose first fetch returns the replies topic before the agent's."""
+
+        def __init__(self) -> None:
+            self.fetches = 0
+
+        async def getmany(self, timeout_ms: int) -> dict[TopicPartition, list[object]]:
+            self.fetches += 1
+            if self.fetches > 1:
+                await asyncio.sleep(3600)
+            return {
+                TopicPartition("replies", 0): [SimpleNamespace(value=encode(final))],
+                TopicPartition("agent.plasticity", 0): [SimpleNamespace(value=encode(result))],
+            }
+
+    calls: list[str] = []
+
+    class Recording(TurnStore):
+        async def add_reply(self, reply: Reply) -> None:
+            calls.append(reply.kind)
+            await super().add_reply(reply)
+
+        async def add_result(self, result: AgentResult) -> None:
+            calls.append(result.agent)
+            await super().add_result(result)
+
+    store = Recording()
+    store.open("t1", "u", "s", sent=True)
+    feed = ReplyFeed(
+        KafkaSettings(),
+        store,
+        ReviewQueue(),
+        replies_topic="replies",
+        review_topic="human-review",
+        agent_topics=["agent.plasticity"],
+    )
+    consumer = OneBatch()
+    task = asyncio.create_task(feed._run(consumer))  # type: ignore[arg-type]
+    try:
+        async with asyncio.timeout(5):
+            while consumer.fetches < 2:
+                await asyncio.sleep(0.01)
+    finally:
+        task.cancel()
+    # The result first: the final is never held (no grace timer started for it).
+    assert calls == ["plasticity", "final"]
+    view = store.get("t1", "u")
+    assert view is not None
+    assert [e for e, _ in view.events] == ["agent", "final"]
