@@ -17,6 +17,39 @@ SERVICES = ("gateway", "shadow", "persona", "plasticity", "stability", "coach", 
 def asyncapi(service: str) -> dict[str, Any]:
     module = importlib.import_module(f"services.{service}.main")
     document: dict[str, Any] = module.app.schema.to_specification().to_jsonable()
+    return with_contracts(document)
+
+
+def with_contracts(document: dict[str, Any]) -> dict[str, Any]:
+    """Put each Kafka channel's contract in as its messages' payload schema.
+
+    FastStream derives a payload from the handler's signature; ours take the raw
+    message (decoding and dead-lettering are the bus's), so it has none to show.
+    """
+    from coachbus.schemas import topic_schema
+    from coachbus.settings import CoachbusSettings
+    from coachbus.topics import Topic
+
+    prefix = CoachbusSettings().topic_prefix
+    components = document.setdefault("components", {})
+    schemas, messages = components.setdefault("schemas", {}), components.get("messages", {})
+    for channel in document.get("channels", {}).values():
+        name = channel.get("bindings", {}).get("kafka", {}).get("topic", "")
+        try:
+            topic = Topic(name.removeprefix(prefix))
+        except ValueError:
+            continue
+        schema, definitions = topic_schema(topic)
+        schemas.update(definitions)
+        for ref in channel.get("messages", {}).values():
+            message = messages.get(ref.get("$ref", "").rsplit("/", 1)[-1])
+            if message is None:
+                continue
+            payload = message.get("payload", {}).get("$ref", "").rsplit("/", 1)[-1]
+            if payload in schemas:
+                schemas[payload] = schema
+            else:
+                message["payload"] = schema
     return document
 
 
