@@ -149,6 +149,19 @@ async def test_turn_store_keeps_json_once_and_is_bounded_in_bytes() -> None:
     assert store.bytes_held == sum(v.size for v in store.turns_of("u"))
 
 
+def _final_without_all_but_plasticity() -> Reply:
+    """Turn t1's final, built when only Plasticity had reported."""
+    return Reply(
+        turn_id="t1",
+        session_id="s",
+        user_id="u",
+        kind="final",
+        text="done",
+        degraded=True,
+        missing_agents=["shadow", "persona", "stability", "coach"],
+    )
+
+
 async def test_final_event_waits_for_the_results_it_was_built_from(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -161,18 +174,7 @@ async def test_final_event_waits_for_the_results_it_was_built_from(
     message = msg("I want to run three times a week.", turn="t1", session="s", user="u")
     store.open("t1", "u", "s", sent=True)
     # The final overtook Plasticity's result; the others were missing by its deadline.
-    missing = ["shadow", "persona", "stability", "coach"]
-    await store.add_reply(
-        Reply(
-            turn_id="t1",
-            session_id="s",
-            user_id="u",
-            kind="final",
-            text="done",
-            degraded=True,
-            missing_agents=missing,  # type: ignore[arg-type]
-        )
-    )
+    await store.add_reply(_final_without_all_but_plasticity())
     view = store.get("t1", "u")
     assert view is not None and view.final is not None
     assert [e for e, _ in view.events] == []  # held, not shown
@@ -219,15 +221,7 @@ async def test_feed_handles_replies_after_the_agent_results_of_the_same_batch() 
 
     message = msg("I want to run three times a week.", turn="t1", session="s", user="u")
     result = PlasticityResult.for_message(message, logic.plan(None, message), started=0.0)
-    final = Reply(
-        turn_id="t1",
-        session_id="s",
-        user_id="u",
-        kind="final",
-        text="done",
-        degraded=True,
-        missing_agents=["shadow", "persona", "stability", "coach"],  # type: ignore[list-item]
-    )
+    final = _final_without_all_but_plasticity()
 
     class OneBatch:
         """A consumer whose first fetch returns the replies topic before the agent's."""
