@@ -12,7 +12,7 @@ from faststream.kafka import KafkaRouter
 
 from coachbus.bus.admin import ensure_topics
 from coachbus.bus.service import AgentRuntime
-from coachbus.bus.state import read_partitions
+from coachbus.bus.state import read_latest
 from coachbus.contracts import UserMessage
 from coachbus.contracts.state import Blackboard
 from coachbus.settings import CoachbusSettings, KafkaSettings
@@ -129,9 +129,10 @@ async def test_owned_store_round_trip_through_compacted_topic(
         await store.put("user0", board)
     finally:
         await runtime.broker.stop()
-    loaded = await read_partitions(kafka, runtime.topic(Topic.BLACKBOARD), [0, 1, 2], Blackboard)
+    loaded = await read_latest(kafka, runtime.topic(Topic.BLACKBOARD), [0, 1, 2])
     assert set(loaded) == {"user0", "user1", "user2"}
-    latest = loaded["user0"][1]
+    raw = loaded["user0"][1]
+    latest = Blackboard.model_validate_json(raw) if raw is not None else None
     assert latest is not None
     assert latest.applied_turns == ["turn0", "turn-later"]
     fresh = runtime.owned_store(Topic.BLACKBOARD, Blackboard)
@@ -202,10 +203,10 @@ async def test_one_view_tail_feeds_views_of_several_topics(
         value = board.model_dump_json().encode() if board is not None else None
         await producer.send_and_wait(topic, value, key=user.encode())
 
-    boards = TableView(topic=boards_topic, model=Blackboard, kafka=kafka)
+    boards = TableView(topic=boards_topic, model=Blackboard)
     # A second view whose topic is empty at the start (the records are read with
     # the Blackboard model only to keep the test small; the view does not care).
-    others = TableView(topic=profiles_topic, model=Blackboard, kafka=kafka)
+    others = TableView(topic=profiles_topic, model=Blackboard)
     tail = ViewTail([boards, others], kafka)
     try:
         for i in range(4):

@@ -343,7 +343,7 @@ class AgentRuntime:
 
     def table_view(self, topic: Topic, model: type[S]) -> TableView[S]:
         """A read-only copy of state another service writes."""
-        view = TableView(topic=self.topic(topic), model=model, kafka=self.kafka)
+        view = TableView(topic=self.topic(topic), model=model)
         self.views.append(view)
         return view
 

@@ -96,14 +96,6 @@ class OwnedStore(Generic[S]):
             self.forget(user_id)
 
 
-async def read_partitions(
-    kafka: KafkaSettings, topic: str, partitions: list[int], model: type[S]
-) -> dict[str, tuple[int, S | None]]:
-    """Replay partitions from the beginning to their end offsets; the last record per key wins."""
-    raw = await read_latest(kafka, topic, partitions)
-    return {key: (p, _parse(model, value, topic)) for key, (p, value) in raw.items()}
-
-
 async def read_latest(
     kafka: KafkaSettings, topic: str, partitions: list[int] | None = None
 ) -> dict[str, tuple[int, bytes | None]]:
@@ -191,14 +183,12 @@ async def rewind_if_recreated(consumer: AIOKafkaConsumer) -> list[TopicPartition
 
 class TableView(Generic[S]):
     """A continuously updated read-only copy of a compacted topic (all partitions),
-    fed by a :class:`ViewTail` (its own, or one shared by the process's views)."""
+    fed by a :class:`ViewTail` (one per process, for all its views)."""
 
-    def __init__(self, *, topic: str, model: type[S], kafka: KafkaSettings | None) -> None:
+    def __init__(self, *, topic: str, model: type[S]) -> None:
         self.topic = topic
         self.model = model
-        self._kafka = kafka
         self._records: dict[str, S] = {}
-        self._tail: ViewTail | None = None
         self.caught_up = asyncio.Event()
 
     def get(self, user_id: str) -> S | None:
@@ -214,16 +204,6 @@ class TableView(Generic[S]):
         user_id = _key(key)
         if user_id is not None:
             self.apply(user_id, _parse(self.model, value, self.topic))
-
-    async def start(self) -> None:
-        """Tail the topic with a consumer of its own (see :class:`ViewTail` to share one)."""
-        self._tail = ViewTail([self], self._kafka)
-        await self._tail.start()
-
-    async def stop(self) -> None:
-        if self._tail is not None:
-            await self._tail.stop()
-            self._tail = None
 
 
 class ViewTail:
