@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from types import SimpleNamespace
 
 import httpx
 import openai
@@ -12,7 +13,8 @@ from pydantic import BaseModel, Field
 
 from coachbus.contracts.payloads import PersonaPayload, ShadowPayload, StabilityPayload
 from coachbus.llm import ChatRequest, LLMClient, LLMHTTPError, LLMTimeoutError, OutputError
-from coachbus.llm.sim import SimConfig, config_from_args, main
+from coachbus.llm import sim as sim_module
+from coachbus.llm.sim import SimConfig, Simulator, config_from_args, main
 from tests.llm.conftest import SMALL, SimFactory, fast_settings
 
 pytestmark = pytest.mark.unit
@@ -197,6 +199,67 @@ async def test_batching_slows_concurrent_requests(sim: SimFactory) -> None:
         alone = (await client.chat(req(max_tokens=30))).latency_s
         together = await asyncio.gather(*(client.chat(req(max_tokens=30)) for _ in range(6)))
     assert min(r.latency_s for r in together) > 1.5 * alone
+
+
+class _Clock:
+    """The simulator's clock, moved by hand: no test here depends on real time."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def perf_counter(self) -> float:
+        return self.now
+
+
+async def _first_sleep(simulator: Simulator, plan_arrived: float) -> None:
+    plan = simulator._plan(
+        {"messages": [{"role": "user", "content": "hi"}]}, SMALL, {}, None, plan_arrived
+    )
+    async for _ in simulator._produce(plan, 0):
+        break
+
+
+async def test_time_to_first_token_counts_from_arrival_or_admission(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A request's first token comes ``ttft`` after it arrived, whatever time the
+    simulator spent on it in between; a request that queued for admission gets the
+    whole ``ttft`` from the moment it was admitted (prefill starts then)."""
+    clock = _clock_for(monkeypatch)
+    simulator = Simulator(SimConfig(ttft_ms=200, tokens_per_s=0, max_num_seqs=1))
+    sleeps: list[float] = []
+
+    async def record(seconds: float) -> None:
+        sleeps.append(seconds)
+
+    monkeypatch.setattr(simulator, "_sleep", record)
+    # Arrived at 100.0; 50 ms went to the simulator itself before the model "ran".
+    clock.now = 100.05
+    await _first_sleep(simulator, 100.0)
+    assert sleeps == [pytest.approx(0.15)]
+
+    # A request behind a busy slot: admitted at 101.0, a second after it arrived.
+    sleeps.clear()
+    await simulator._admission.acquire(0)
+    clock.now = 100.0
+    queued = asyncio.create_task(_first_sleep(simulator, 100.0))
+    for _ in range(100):
+        if simulator.stats.waiting:
+            break
+        await asyncio.sleep(0)
+    assert simulator.stats.waiting == 1
+    clock.now = 101.0
+    simulator._admission.release()
+    await queued
+    assert sleeps == [pytest.approx(0.2)]
+
+
+def _clock_for(monkeypatch: pytest.MonkeyPatch) -> _Clock:
+    clock = _Clock()
+    monkeypatch.setattr(
+        sim_module, "time", SimpleNamespace(perf_counter=clock.perf_counter, time=time.time)
+    )
+    return clock
 
 
 async def test_priority_admission_serves_lower_priority_value_first(sim: SimFactory) -> None:

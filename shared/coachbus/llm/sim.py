@@ -157,10 +157,11 @@ class _Admission:
         self._heap: list[tuple[int, int, asyncio.Future[None]]] = []
         self._seq = itertools.count()
 
-    async def acquire(self, priority: int) -> None:
+    async def acquire(self, priority: int) -> bool:
+        """Take a slot; True if the request had to queue for it."""
         if self.limit <= 0 or (self.stats.active < self.limit and not self._heap):
             self._admit()
-            return
+            return False
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         heapq.heappush(self._heap, (priority, next(self._seq), fut))
         self.stats.waiting += 1
@@ -174,6 +175,7 @@ class _Admission:
                 raise
             self.release()  # admitted and cancelled at once: give the slot back
             raise
+        return True
 
     def _admit(self) -> None:
         self.stats.active += 1
@@ -199,6 +201,10 @@ class _Plan:
     finish_reason: str
     prompt_tokens: int
     fault: Fault | None
+    # When the request arrived (perf_counter): the time to first token counts from
+    # here, as a server's does, so the simulator's own parsing and planning are
+    # inside it instead of added to it.
+    arrived: float
 
 
 class Simulator:
@@ -259,6 +265,7 @@ class Simulator:
         return JSONResponse(body, status_code=status, headers=headers)
 
     async def chat(self, request: Request) -> Response:
+        arrived = time.perf_counter()
         self.stats.requests += 1
         try:
             body = await request.json()
@@ -295,7 +302,7 @@ class Simulator:
             headers = {"retry-after": "0"} if status == 429 else None
             return self._error(status, "simulated failure", headers)
         try:
-            plan = self._plan(body, model, fmt, fault)
+            plan = self._plan(body, model, fmt, fault, arrived)
         except ValueError as exc:
             return self._error(400, f"cannot honour response_format: {exc}")
         self.stats.by_status[200] += 1
@@ -304,7 +311,12 @@ class Simulator:
         return StreamingResponse(self._whole(plan), media_type="application/json")
 
     def _plan(
-        self, body: dict[str, Any], model: str, fmt: dict[str, Any], fault: Fault | None
+        self,
+        body: dict[str, Any],
+        model: str,
+        fmt: dict[str, Any],
+        fault: Fault | None,
+        arrived: float,
     ) -> _Plan:
         messages = body["messages"]
         digest = hashlib.sha256(
@@ -347,17 +359,24 @@ class Simulator:
             finish_reason=finish,
             prompt_tokens=prompt_tokens,
             fault=fault,
+            arrived=arrived,
         )
 
     async def _produce(self, plan: _Plan, priority: int) -> AsyncIterator[tuple[str, str]]:
         """("reasoning"|"content", piece) at the modelled pace, under admission."""
-        await self._admission.acquire(priority)
+        queued = await self._admission.acquire(priority)
+        # Prefill starts on admission; a request admitted at once started on arrival.
+        # The simulated latency is then the configured one: with several requests
+        # arriving together (a turn's agents), the simulator's own CPU time per
+        # request no longer delays the later ones beyond it.
+        started = time.perf_counter() if queued else plan.arrived
         self.stats.admitted_order.append(priority)
         try:
             if plan.fault == "timeout":
                 await self._sleep(self.config.hang_s)
                 return
-            await self._sleep(self.config.ttft_ms / 1000 * self._slowdown())
+            ttft_s = self.config.ttft_ms / 1000 * self._slowdown()
+            await self._sleep(started + ttft_s - time.perf_counter())
             tps = self.config.tokens_per_s
             due = time.perf_counter()
             produced = 0
