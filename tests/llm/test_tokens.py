@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib.util
 import json
 import statistics
+import sys
+from types import SimpleNamespace
 
 import pytest
 
@@ -93,3 +95,34 @@ def test_estimate_calibration_against_the_real_tokenizer(
     assert low <= min(ratios)
     assert max(ratios) <= high
     assert statistics.mean(ratios) > 0
+
+
+class _CountingTokenizer:
+    """One token per word; remembers how often it was asked."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def encode(self, text: str, add_special_tokens: bool = False) -> SimpleNamespace:
+        self.calls += 1
+        return SimpleNamespace(ids=text.split())
+
+
+def test_counts_are_cached_by_digest_and_the_cache_is_bounded() -> None:
+    tokenizer = _CountingTokenizer()
+    counter = HFTokenizerCounter(tokenizer, name="fake", cache_size=2)
+    context = "a turn's whole prompt context " * 2000  # ~60 KB, counted twice per call
+    assert counter.count(context) == counter.count(context) == 10_000
+    assert tokenizer.calls == 1
+    # The cache keeps 16-byte digests, never the (large) texts themselves.
+    assert all(isinstance(key, bytes) and len(key) == 16 for key in counter._cache)
+    assert sum(sys.getsizeof(key) for key in counter._cache) < 100
+    # Least recently used goes first once the cache is full.
+    counter.count("one")
+    counter.count(context)  # refreshed: "one" is now the oldest
+    counter.count("two three")
+    assert len(counter._cache) == 2
+    calls = tokenizer.calls
+    assert counter.count(context) == 10_000 and tokenizer.calls == calls
+    assert counter.count("one") == 1 and tokenizer.calls == calls + 1
+    assert counter.count("") == 0
