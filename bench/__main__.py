@@ -40,6 +40,7 @@ from bench.harness import (
     Turn,
     Users,
     closed_loop,
+    cpu_loop_s,
     machine,
     median,
     pct,
@@ -573,6 +574,7 @@ async def run(plan: Plan, quick: bool) -> dict[str, Any]:
     )
     out["elapsed_s"] = time.perf_counter() - started
     out["machine"]["load_avg_at_end"] = [round(x, 2) for x in os.getloadavg()]
+    out["machine"]["cpu_loop_s_at_end"] = cpu_loop_s()
     return out
 
 

@@ -15,6 +15,7 @@ import platform
 import secrets
 import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -49,6 +50,37 @@ TEXTS = (
 )
 
 
+# A fixed pure-Python loop, one copy pinned to each core, all at once: how fast this
+# machine's cores are right now. On a shared VM that changes within minutes (the
+# same loop took 0.66 to 1.0 s here, and one core ran 35% slower than the other):
+# read the figures of a run together with it.
+_LOOP = """
+import os, sys, time
+if hasattr(os, "sched_setaffinity"):
+    os.sched_setaffinity(0, {int(sys.argv[1])})
+started = time.perf_counter()
+total = 0
+for i in range(5_000_000):
+    total += i
+print(time.perf_counter() - started)
+"""
+
+
+def cpu_loop_s() -> list[float]:
+    """Seconds the fixed loop took on each core, every core busy at once."""
+    if hasattr(os, "sched_getaffinity"):
+        cores = sorted(os.sched_getaffinity(0))
+    else:
+        cores = list(range(psutil.cpu_count(logical=True) or 1))
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _LOOP, str(core)], stdout=subprocess.PIPE, text=True
+        )
+        for core in cores
+    ]
+    return [round(float(proc.communicate(timeout=60)[0]), 3) for proc in procs]
+
+
 def machine() -> dict[str, Any]:
     """What the figures were measured on; printed and stored with the results."""
     model = platform.processor() or platform.machine()
@@ -66,6 +98,7 @@ def machine() -> dict[str, Any]:
         "implementation": platform.python_implementation(),
         "os": f"{platform.system()} {platform.release()}",
         "load_avg_at_start": [round(x, 2) for x in os.getloadavg()],
+        "cpu_loop_s_at_start": cpu_loop_s(),
     }
 
 

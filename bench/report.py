@@ -224,7 +224,9 @@ def table(r: dict[str, Any]) -> str:
         f"machine: {m.get('cores')} cores ({m.get('physical_cores')} physical), "
         f"{m.get('cpu_model')}, {m.get('memory_gib')} GiB, Python {m.get('python')}, "
         f"{m.get('os')}; load avg at start {m.get('load_avg_at_start')}, at end "
-        f"{m.get('load_avg_at_end')}; run took {_fmt(r.get('elapsed_s'), ' s', 0)}"
+        f"{m.get('load_avg_at_end')}; a fixed loop took {m.get('cpu_loop_s_at_start')} s "
+        f"per core at start, {m.get('cpu_loop_s_at_end')} s at end; "
+        f"run took {_fmt(r.get('elapsed_s'), ' s', 0)}"
         + (" [QUICK: smoke-test sizes, figures not meaningful]" if r.get("quick") else ""),
         "",
     ]

@@ -29,6 +29,9 @@ def test_quick_run_writes_results(tmp_path: Path) -> None:
     assert result["quick"] is True
     assert result["errors"] == []
     assert {"cores", "cpu_model", "python"} <= set(result["machine"])
+    for key in ("cpu_loop_s_at_start", "cpu_loop_s_at_end"):
+        loops = result["machine"][key]
+        assert loops and all(s > 0 for s in loops)
     for key in ("overhead", "critical_path", "coach", "throughput", "cpu", "memory", "prompts"):
         assert key in result, key
     assert {"p50", "p99", "n"} <= set(result["overhead"]["overhead_ms"])
