@@ -51,9 +51,9 @@ TEXTS = (
 
 
 # A fixed pure-Python loop, one copy pinned to each core, all at once: how fast this
-# machine's cores are right now. On a shared VM that changes within minutes (the
-# same loop took 0.66 to 1.0 s here, and one core ran 35% slower than the other):
-# read the figures of a run together with it.
+# machine's cores are right now. On a shared VM that changes within minutes (a loop
+# like it took 0.66 to 1.0 s here within an hour, and one core ran 35% slower than
+# the other): read the figures of a run together with it.
 _LOOP = """
 import os, sys, time
 if hasattr(os, "sched_setaffinity"):
