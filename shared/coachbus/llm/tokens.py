@@ -80,14 +80,14 @@ class EstimateCounter:
 class HFTokenizerCounter:
     """A real tokenizer (``tokenizers.Tokenizer``).
 
-    The same texts are counted again and again (the briefing by every agent, each
-    history line and blackboard section on every turn, a prompt once when it is
-    fitted and once when its call is budgeted): encoding was the top hot spot of the
-    benchmark profile, so counts are cached. The cache is keyed by a 16-byte digest
-    of the text, not by the text: most texts counted are a turn's whole prompt
-    context, counted once or twice and 4-10 KB long. A cache keyed by the texts
-    themselves (2048 of them) held about 10 MB in every agent once full; this one
-    holds 4096 counts in under 1 MB.
+    The same texts are counted again and again (the briefing and the instructions
+    on every call, a turn's prompt once when it is fitted and again when its call is
+    budgeted, history entries on every probe of a budget bisection): encoding was
+    the top hot spot of the benchmark profile, so counts are cached. The cache is
+    keyed by a 16-byte digest of the text, not by the text: most texts counted are
+    a turn's whole prompt context, counted once or twice and 4-10 KB long. A cache
+    keyed by the texts themselves (2048 of them) held about 10 MB in every agent
+    once full; this one holds 4096 counts in under 1 MB.
     """
 
     def __init__(self, tokenizer: Any, name: str, cache_size: int = 4096) -> None:
