@@ -211,6 +211,14 @@ class _Clock:
         return self.now
 
 
+def _clock_for(monkeypatch: pytest.MonkeyPatch) -> _Clock:
+    clock = _Clock()
+    monkeypatch.setattr(
+        sim_module, "time", SimpleNamespace(perf_counter=clock.perf_counter, time=time.time)
+    )
+    return clock
+
+
 async def _first_sleep(simulator: Simulator, plan_arrived: float) -> None:
     plan = simulator._plan(
         {"messages": [{"role": "user", "content": "hi"}]}, SMALL, {}, None, plan_arrived
@@ -252,14 +260,6 @@ async def test_time_to_first_token_counts_from_arrival_or_admission(
     simulator._admission.release()
     await queued
     assert sleeps == [pytest.approx(0.2)]
-
-
-def _clock_for(monkeypatch: pytest.MonkeyPatch) -> _Clock:
-    clock = _Clock()
-    monkeypatch.setattr(
-        sim_module, "time", SimpleNamespace(perf_counter=clock.perf_counter, time=time.time)
-    )
-    return clock
 
 
 async def test_priority_admission_serves_lower_priority_value_first(sim: SimFactory) -> None:
