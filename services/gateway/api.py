@@ -224,7 +224,10 @@ def create_api(
     @api.get("/v1/review")
     async def list_reviews(_reviewer: Reviewer) -> dict[str, Any]:
         """Turns escalated to a human (crisis screens and other human-tier decisions)."""
-        return {"items": [r.model_dump(mode="json") for r in reviews.pending()]}
+        items = reviews.pending()
+        # Per user, how many older open items the per-user cap folded away.
+        collapsed = {u: n for u in {r.user_id for r in items} if (n := reviews.collapsed(u))}
+        return {"items": [r.model_dump(mode="json") for r in items], "collapsed": collapsed}
 
     @api.post("/v1/review/{turn_id}", status_code=202)
     async def answer_review(

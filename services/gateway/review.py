@@ -2,30 +2,77 @@
 
 Both come from topics, so every gateway replica has the same queue, and a restart
 rebuilds it from the topics' recent tail.
+
+What the queue may drop is decided per user, never across users: one person who
+sends thousands of crisis-pattern messages (or a script using their key) must not
+push anyone else's unanswered crisis out of a reviewer's sight. Each user holds at
+most ``per_user`` open items; past that their oldest, least severe item goes and
+is counted, so the reviewer still sees how many more that person sent. Across
+users only low and moderate items are ever evicted (oldest first); high and
+critical items stay until a human answers them or the user erases their data.
+The queue's size is therefore bounded by users × ``per_user``, and users are
+bounded by the keys the gateway accepts.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
+from dataclasses import dataclass, field
 
 from coachbus.contracts import HumanReviewRequest
 
+_RANK = {"low": 0, "moderate": 1, "high": 2, "critical": 3}
+# High and critical items are never evicted to make room for other users.
+_KEEP_FROM = _RANK["high"]
+
+
+@dataclass(slots=True)
+class _UserItems:
+    # turn id -> request, oldest first
+    items: OrderedDict[str, HumanReviewRequest] = field(default_factory=OrderedDict)
+    # open items of this user that were dropped for the per-user cap
+    collapsed: int = 0
+
 
 class ReviewQueue:
-    def __init__(self, capacity: int = 5_000) -> None:
+    def __init__(self, capacity: int = 5_000, per_user: int = 20) -> None:
         self._pending: OrderedDict[str, HumanReviewRequest] = OrderedDict()
+        self._users: dict[str, _UserItems] = {}
         self._answered: OrderedDict[str, None] = OrderedDict()
         self._capacity = capacity
+        self._per_user = per_user
 
     def add(self, request: HumanReviewRequest) -> None:
+        """Queue one request; a turn already queued or answered is not queued again
+        (a redelivered review record is the same review)."""
         if request.turn_id in self._answered or request.turn_id in self._pending:
             return
         self._pending[request.turn_id] = request
+        user = self._users.setdefault(request.user_id, _UserItems())
+        user.items[request.turn_id] = request
+        if len(user.items) > self._per_user:
+            self._drop(_least_urgent(user.items))
+            user.collapsed += 1
         while len(self._pending) > self._capacity:
-            self._pending.popitem(last=False)
+            victim = next(
+                (t for t, r in self._pending.items() if _RANK[r.severity] < _KEEP_FROM), None
+            )
+            if victim is None:
+                break  # only high/critical left: bounded by users x per_user
+            self._drop(victim)
+
+    def _drop(self, turn_id: str) -> None:
+        request = self._pending.pop(turn_id, None)
+        if request is None:
+            return
+        user = self._users.get(request.user_id)
+        if user is not None:
+            user.items.pop(turn_id, None)
+            if not user.items:
+                del self._users[request.user_id]
 
     def resolve(self, turn_id: str) -> None:
-        self._pending.pop(turn_id, None)
+        self._drop(turn_id)
         self._answered[turn_id] = None
         while len(self._answered) > self._capacity:
             self._answered.popitem(last=False)
@@ -34,8 +81,22 @@ class ReviewQueue:
         return self._pending.get(turn_id)
 
     def pending(self) -> list[HumanReviewRequest]:
-        return list(self._pending.values())
+        """Open items, most severe first, then oldest first."""
+        return sorted(self._pending.values(), key=lambda r: -_RANK[r.severity])
+
+    def collapsed(self, user_id: str) -> int:
+        """Open items of this user dropped for the per-user cap."""
+        user = self._users.get(user_id)
+        return user.collapsed if user is not None else 0
 
     def drop_user(self, user_id: str) -> None:
-        for turn_id in [t for t, r in self._pending.items() if r.user_id == user_id]:
-            del self._pending[turn_id]
+        user = self._users.pop(user_id, None)
+        if user is None:
+            return
+        for turn_id in user.items:
+            self._pending.pop(turn_id, None)
+
+
+def _least_urgent(items: OrderedDict[str, HumanReviewRequest]) -> str:
+    """The oldest of the least severe items (dict order is arrival order)."""
+    return min(items, key=lambda t: _RANK[items[t].severity])
