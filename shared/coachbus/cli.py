@@ -64,18 +64,30 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _topics(args: argparse.Namespace) -> int:
-    from coachbus.bus.admin import ensure_topics, wait_for_broker
+    from coachbus.bus.admin import config_drift, ensure_topics, fix_config_drift, wait_for_broker
     from coachbus.settings import CoachbusSettings, KafkaSettings
 
     settings, kafka = CoachbusSettings(), KafkaSettings()
 
-    async def main() -> None:
+    async def main() -> int:
         await wait_for_broker(kafka, timeout_s=args.wait)
         created = await ensure_topics(settings, kafka)
         print(f"topics ready ({len(created)} created)")
+        # Topics made before retention was set (or changed by hand) keep their old
+        # settings: report them, and fix them when asked.
+        drift = await config_drift(settings, kafka)
+        for item in drift:
+            print(f"config drift: {item}")
+        if drift and args.fix_configs:
+            await fix_config_drift(settings, kafka, drift)
+            drift = await config_drift(settings, kafka)
+            print(f"config drift fixed ({len(drift)} left)")
+        if drift:
+            print("topic settings differ from coachbus.topics; run with --fix-configs")
+            return 2
+        return 0
 
-    asyncio.run(main())
-    return 0
+    return asyncio.run(main())
 
 
 def _snapshot(args: argparse.Namespace) -> int:
@@ -130,6 +142,11 @@ def main(argv: list[str] | None = None) -> int:
     topics_sub = topics.add_subparsers(dest="action", required=True)
     create = topics_sub.add_parser("create", help="create missing topics (idempotent)")
     create.add_argument("--wait", type=float, default=60.0, help="seconds to wait for the broker")
+    create.add_argument(
+        "--fix-configs",
+        action="store_true",
+        help="alter existing topics whose retention/compaction settings drifted (else exit 2)",
+    )
     create.set_defaults(fn=_topics)
     export = sub.add_parser("export", help="write the compacted state topics to a file")
     export.add_argument("file")

@@ -136,6 +136,14 @@ class CoachbusSettings(BaseSettings):
     # Per-turn LLM budget carried in the user message, so a redelivery cannot refill it.
     turn_token_budget: int = Field(default=24_000, ge=0)
     turn_wall_clock_ms: int = Field(default=60_000, ge=100)
+    # Retention (see coachbus.topics and docs/reliability.md): what people tell a
+    # coach must not outlive its use. Event topics keep records this long; the DLQ
+    # (original bytes) less; compacted state drops overwritten values and erase
+    # tombstones within these bounds.
+    retention_ms: int = Field(default=7 * 86_400_000, ge=3_600_000)
+    dlq_retention_ms: int = Field(default=3 * 86_400_000, ge=3_600_000)
+    compaction_lag_ms: int = Field(default=86_400_000, ge=60_000)
+    tombstone_retention_ms: int = Field(default=86_400_000, ge=60_000)
 
     llm_base_url: str | None = None
     llm_api_key: SecretStr = SecretStr("")

@@ -29,6 +29,10 @@ class Topic(StrEnum):
     PROFILES = "profiles"
     SAFETY = "safety"
     MEMORY = "memory"
+    # Erasure: each user's latest erase watermark (compacted, written by the gateway)
+    # and the owners' confirmations that they tombstoned the user's state.
+    ERASURES = "erasures"
+    ERASE_CONFIRMATIONS = "erase-confirmations"
 
 
 AGENT_TOPICS: dict[str, Topic] = {
@@ -40,7 +44,7 @@ AGENT_TOPICS: dict[str, Topic] = {
 }
 
 COMPACTED: frozenset[Topic] = frozenset(
-    {Topic.BLACKBOARD, Topic.PROFILES, Topic.SAFETY, Topic.MEMORY}
+    {Topic.BLACKBOARD, Topic.PROFILES, Topic.SAFETY, Topic.MEMORY, Topic.ERASURES}
 )
 
 
@@ -56,16 +60,51 @@ def topic_name(settings: CoachbusSettings, topic: Topic) -> str:
     return settings.topic(topic.value)
 
 
+# Why these bounds (docs/reliability.md has the table per topic):
+#
+# * Event topics (``cleanup.policy=delete``) keep records ``retention_ms`` (7 days by
+#   default): long enough to replay a day of turns after an outage, short enough that
+#   what a person said is not kept for ever. Kafka deletes whole segments only, so a
+#   segment is rolled at least daily (``segment.ms``): without it a quiet topic's
+#   records could live retention + 7 days (the default segment.ms).
+# * The DLQ carries the original bytes of messages that failed; 3 days is time
+#   enough to look at them, and they are never replayed automatically.
+# * Compacted state keeps the latest value per user. Compaction only ever touches
+#   closed segments and only once they are "dirty" enough, so without bounds an
+#   overwritten value (or an erased user's data) could stay for weeks.
+#   ``segment.ms`` and ``max.compaction.lag.ms`` (1 day) bound that: a value
+#   superseded by a newer one or by a tombstone is compacted away within about a
+#   day after its segment closes. ``delete.retention.ms`` (1 day) is how long the
+#   tombstone itself stays after that: every reader that rebuilds state (views
+#   start from the beginning, owners reload on rebalance) must see the delete; a
+#   consumer down for longer than a day rebuilds from the compacted topic anyway.
+_DAY_MS = 86_400_000
+
+
+def topic_config(settings: CoachbusSettings, topic: Topic) -> dict[str, str]:
+    """The topic-level configuration every deployment gets for ``topic``."""
+    if topic in COMPACTED:
+        return {
+            "cleanup.policy": "compact",
+            "max.compaction.lag.ms": str(settings.compaction_lag_ms),
+            "delete.retention.ms": str(settings.tombstone_retention_ms),
+            "segment.ms": str(settings.compaction_lag_ms),
+        }
+    retention = settings.dlq_retention_ms if topic is Topic.DLQ else settings.retention_ms
+    return {
+        "cleanup.policy": "delete",
+        "retention.ms": str(retention),
+        "segment.ms": str(min(retention, _DAY_MS)),
+    }
+
+
 def all_topic_specs(settings: CoachbusSettings) -> list[TopicSpec]:
-    specs = []
-    for topic in Topic:
-        config = {"cleanup.policy": "compact"} if topic in COMPACTED else {}
-        specs.append(
-            TopicSpec(
-                name=topic_name(settings, topic),
-                partitions=settings.partitions,
-                replication_factor=settings.replication_factor,
-                config=config,
-            )
+    return [
+        TopicSpec(
+            name=topic_name(settings, topic),
+            partitions=settings.partitions,
+            replication_factor=settings.replication_factor,
+            config=topic_config(settings, topic),
         )
-    return specs
+        for topic in Topic
+    ]
