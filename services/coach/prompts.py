@@ -38,8 +38,12 @@ INSTRUCTIONS = (
     "short sentences: acknowledge one specific thing they said, then ask one focused "
     "question or offer one small next step. Write in {language}{register}. Plain "
     "prose only: no lists, no headings, no labels, no emojis, never mention any "
-    "system, agent or analysis.{avoid}\nA plain draft you may improve: {draft}"
+    "system, agent or analysis.{avoid}\nA plain draft you may improve is in the data "
+    "block about 'draft'."
 )
+# The draft echoes the person's words (their goal, their topic): it is data, fenced in
+# a user message (``messages``), never part of these system-role instructions.
+DRAFT = "draft"
 
 
 def instructions(payload: CoachPayload, register: Register, errors: list[str]) -> str:
@@ -56,11 +60,10 @@ def instructions(payload: CoachPayload, register: Register, errors: list[str]) -
             + "; ".join(s.safer.get(payload.language, register) for s in steps)
             + "."
         )
-    text = INSTRUCTIONS.format(
-        language=_LANG[payload.language], register=reg, avoid=avoid, draft=payload.text
-    )
+    text = INSTRUCTIONS.format(language=_LANG[payload.language], register=reg, avoid=avoid)
     if errors:
-        text += "\n\nYour previous reply was rejected: " + "; ".join(errors[:6]) + ". Fix that."
+        # The reasons quote the rejected reply: they follow as data (PromptBuilder).
+        text += "\n\nYour previous reply was rejected; the reasons follow."
     return text
 
 
@@ -71,7 +74,13 @@ def messages(
     register: Register,
     errors: list[str],
 ) -> list[Message]:
-    return builder.build(ctx, AGENT, instructions(payload, register, errors)).messages
+    return builder.build(
+        ctx,
+        AGENT,
+        instructions(payload, register, errors),
+        data=[(DRAFT, payload.text)],
+        rejected=errors[:6],
+    ).messages
 
 
 _ARTEFACTS = re.compile(

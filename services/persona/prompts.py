@@ -98,9 +98,11 @@ def instructions(errors: list[str]) -> str:
         "from the topic alone; an empty list is a good answer for most messages."
     )
     if errors:
-        text += "\n\nYour previous answer was rejected: " + "; ".join(errors[:6])
+        # The reasons quote the model's evidence, i.e. the person's words: they follow
+        # as fenced data in a user message (PromptBuilder), not in these instructions.
+        text += "\n\nYour previous answer was rejected; the reasons follow."
     return text
 
 
 def messages(builder: PromptBuilder, ctx: PromptContext, errors: list[str]) -> list[Message]:
-    return builder.build(ctx, AGENT, instructions(errors)).messages
+    return builder.build(ctx, AGENT, instructions(errors), rejected=errors[:6]).messages

@@ -132,10 +132,14 @@ def steps_instructions(conditions: list[str]) -> str:
 def with_repair(instructions: str, errors: list[str]) -> str:
     if not errors:
         return instructions
-    return instructions + "\n\nYour previous answer was rejected: " + "; ".join(errors[:6])
+    # The reasons quote the model's evidence (the person's words): they follow as
+    # fenced data in a user message (``messages``), not in these instructions.
+    return instructions + "\n\nYour previous answer was rejected; the reasons follow."
 
 
 def messages(
     builder: PromptBuilder, ctx: PromptContext, instructions: str, errors: list[str]
 ) -> list[Message]:
-    return builder.build(ctx, AGENT, with_repair(instructions, errors)).messages
+    return builder.build(
+        ctx, AGENT, with_repair(instructions, errors), rejected=errors[:6]
+    ).messages

@@ -42,6 +42,24 @@ def _level(x: float) -> str:
     return "low" if x < 0.35 else ("high" if x > 0.65 else "medium")
 
 
+# The person's own words on the sheet (the goal, the pattern's quote) are data: they
+# go to a fenced user-role block (``sheet_data``), and the brief, which is system-role
+# instructions, only points to them. Everything else on the sheet is decided in code
+# from fixed vocabularies (catalogue steps, help lines, enums).
+GOAL = "goal in focus"
+QUOTE = "pattern evidence"
+
+
+def sheet_data(sheet: DecisionSheet) -> list[tuple[str, str]]:
+    """The user-derived texts of the sheet, as (about, text) for the data block."""
+    out: list[tuple[str, str]] = []
+    if sheet.focus_goal is not None:
+        out.append((GOAL, sheet.focus_goal.text))
+    if sheet.pattern is not None and sheet.pattern_evidence:
+        out.append((QUOTE, sheet.pattern_evidence))
+    return out
+
+
 def sheet_brief(sheet: DecisionSheet) -> str:
     """The sheet as plain sentences: what to say, how, and what never to say."""
     lines = [
@@ -58,7 +76,7 @@ def sheet_brief(sheet: DecisionSheet) -> str:
     ]
     goal = sheet.focus_goal
     if goal is not None:
-        facts = [f"The goal in focus, in the person's words: {goal.text}."]
+        facts = [f"The goal in focus is in the person's words in the data block about '{GOAL}'."]
         if goal.follow_through is not None:
             facts.append(f"Estimated chance they act on it soon: about {goal.follow_through}%.")
         if goal.avoided:
@@ -69,7 +87,7 @@ def sheet_brief(sheet: DecisionSheet) -> str:
     if sheet.pattern is not None:
         pattern = f"A behaviour pattern to name gently: {sheet.pattern.value.replace('_', ' ')}"
         if sheet.pattern_evidence:
-            pattern += f", shown when they said: {sheet.pattern_evidence}"
+            pattern += f", shown when they said what the data block about '{QUOTE}' quotes"
         lines.append(pattern + ".")
     if sheet.stretch:
         lines.append("You may encourage them to stretch this goal a little.")
@@ -101,15 +119,18 @@ INSTRUCTIONS = (
 def instructions(sheet: DecisionSheet, errors: list[str]) -> str:
     text = INSTRUCTIONS.format(brief=sheet_brief(sheet))
     if errors:
-        # Only the last message changes between attempts: the shared prefix stays cached.
-        text += "\n\nYour previous reply was rejected: " + "; ".join(errors[:6]) + ". Fix that."
+        # The reasons quote the rejected reply: they follow as fenced data in the last
+        # message, so everything before it stays cached between attempts.
+        text += "\n\nYour previous reply was rejected; the reasons follow."
     return text
 
 
 def messages(
     builder: PromptBuilder, ctx: PromptContext, sheet: DecisionSheet, errors: list[str]
 ) -> list[Message]:
-    return builder.build(ctx, AGENT, instructions(sheet, errors)).messages
+    return builder.build(
+        ctx, AGENT, instructions(sheet, errors), data=sheet_data(sheet), rejected=errors[:6]
+    ).messages
 
 
 def clean(parsed: BaseModel) -> str:
