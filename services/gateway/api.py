@@ -10,13 +10,14 @@ from typing import Annotated, Any
 from fastapi import Depends, FastAPI, Header, HTTPException, Path, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from coachbus.contracts import EraseRequest, Reply, UserMessage, new_turn_id
 from coachbus.settings import CoachbusSettings
 from services.gateway.auth import KeyRing, Principal, RateLimits
+from services.gateway.ingress import Ingress, fits_the_bus
 from services.gateway.openai_api import create_openai_router
 from services.gateway.review import ReviewQueue
 from services.gateway.turns import TurnStore
@@ -62,9 +63,14 @@ def create_api(
         title="coachbus gateway",
         version="1",
         description="Send a message to the coaching pipeline and follow its turn.",
+        # The docs and the schema are served on the internal port (see main), not here.
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
     )
-    body_limit = settings.max_message_chars * 4 + 4096
     limits = RateLimits(settings.rate_limit_per_minute)
+    # Added before CORS so CORS wraps it: a browser can read the 401 and the 413.
+    api.add_middleware(Ingress, keys=keys, limit=settings.max_message_bytes)
     if settings.cors_origins:
         api.add_middleware(
             CORSMiddleware,
@@ -73,14 +79,6 @@ def create_api(
             allow_headers=["Authorization", "Content-Type", "X-Session-Id"],
             expose_headers=["X-Coachbus-Turn-Id", "Retry-After"],
         )
-
-    @api.middleware("http")
-    async def limit_body(request: Request, call_next: Callable[[Request], Any]) -> Response:
-        length = request.headers.get("content-length")
-        if length is not None and length.isdigit() and int(length) > body_limit:
-            return problem(413, "Payload Too Large", f"request body over {body_limit} bytes")
-        response: Response = await call_next(request)
-        return response
 
     # Starlette's own HTTPException (raised for undecodable bodies, for instance) is
     # the base class: handling it covers FastAPI's subclass too.
@@ -144,6 +142,12 @@ def create_api(
             max_tokens=settings.turn_token_budget,
             wall_clock_ms=settings.turn_wall_clock_ms,
         )
+        if not fits_the_bus(message, settings.max_message_bytes):
+            # Escapes can make the record longer than the body: the agents would
+            # dead-letter it, so the caller hears it now instead.
+            raise HTTPException(
+                413, f"the message encodes to over {settings.max_message_bytes} bytes"
+            )
         # Open the view before publishing so no reply can arrive before it exists.
         store.open(message.turn_id, caller.user_id, session_id, sent=True)
         await publish(message)

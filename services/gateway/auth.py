@@ -7,7 +7,7 @@ import hmac
 import time
 from dataclasses import dataclass
 
-from coachbus.settings import ApiKey
+from coachbus.settings import MIN_API_KEY_CHARS, ApiKey, CoachbusSettings
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,3 +66,16 @@ class RateLimits:
             return (1.0 - tokens) / self._rate
         self._buckets[user_id] = (tokens - 1.0, now)
         return None
+
+
+def refuse_without_keys(settings: CoachbusSettings) -> None:
+    """Stop the gateway outside ``local`` when no API key is configured.
+
+    Locally the gateway generates a dev key instead (see handlers).
+    """
+    if not settings.api_keys and settings.environment != "local":
+        raise SystemExit(
+            f"COACHBUS_API_KEYS is empty; refusing to start the gateway in "
+            f"{settings.environment} (set 'user_id:key' entries, keys of at least "
+            f"{MIN_API_KEY_CHARS} characters)"
+        )

@@ -30,7 +30,8 @@ publisher = router.publisher(
 )
 
 if not runtime.settings.api_keys and runtime.settings.environment == "local":
-    # Local convenience only: production refuses to start without keys (see main).
+    # Local convenience only: staging and production refuse to start without keys
+    # (auth.refuse_without_keys, called by main).
     from coachbus.settings import ApiKey
 
     _dev = ApiKey(user_id="dev", key=generate_dev_key())  # type: ignore[arg-type]

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from coachbus.contracts import EraseRequest, UserMessage
 from coachbus.settings import CoachbusSettings
 from services.gateway.auth import KeyRing, Principal, RateLimits
+from services.gateway.ingress import fits_the_bus
 from services.gateway.turns import TurnStore
 
 MODEL_ID = "coachbus"
@@ -146,6 +147,16 @@ def create_openai_router(
             max_tokens=settings.turn_token_budget,
             wall_clock_ms=settings.turn_wall_clock_ms,
         )
+        if not fits_the_bus(message, settings.max_message_bytes):
+            # Escapes can make the record longer than the request: the agents would
+            # dead-letter it, so the caller hears it now instead.
+            return openai_error(
+                413,
+                f"The message encodes to over {settings.max_message_bytes} bytes.",
+                "invalid_request_error",
+                "message_too_long",
+                "messages",
+            )
         view = store.open(message.turn_id, principal.user_id, message.session_id, sent=True)
         await publish(message)
         completion_id = f"chatcmpl-{message.turn_id}"

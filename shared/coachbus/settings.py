@@ -18,6 +18,10 @@ if TYPE_CHECKING:
     from coachbus.bus.pacing import FetchPacer
 
 _PLACEHOLDERS = {"changeme", "changethis", "secret", "password", ""}
+# Outside local, an API key is a bearer secret on the open internet: 32 characters
+# of random key material (``secrets.token_urlsafe(32)`` gives 43) are out of reach
+# of guessing; "alice:x" is not.
+MIN_API_KEY_CHARS = 32
 
 
 class KafkaSettings(BaseSettings):
@@ -103,7 +107,11 @@ class ApiKey(BaseModel):
 class CoachbusSettings(BaseSettings):
     """Pipeline-wide settings (env prefix ``COACHBUS_``)."""
 
-    model_config = SettingsConfigDict(env_prefix="COACHBUS_", env_ignore_empty=True, extra="ignore")
+    # hide_input_in_errors: a validation error would otherwise print the raw input,
+    # COACHBUS_API_KEYS and every key in it included, into the start-up log.
+    model_config = SettingsConfigDict(
+        env_prefix="COACHBUS_", env_ignore_empty=True, extra="ignore", hide_input_in_errors=True
+    )
 
     environment: Literal["local", "staging", "production"] = "local"
     topic_prefix: str = Field(default="coachbus.", pattern=r"^[A-Za-z0-9._-]*$")
@@ -111,6 +119,10 @@ class CoachbusSettings(BaseSettings):
     replication_factor: int = Field(default=1, ge=1)
     gateway_port: int = Field(default=8000, ge=1, le=65535)
     gateway_host: str = "127.0.0.1"
+    # /metrics and the API docs (/docs, /openapi.json, /redoc) of the gateway are
+    # served here, on the same host as the public port, never on the public port
+    # itself. 0: a free port picked at start (logged).
+    gateway_internal_port: int = Field(default=9000, ge=0, le=65535)
     api_keys: Annotated[list[ApiKey], NoDecode] = Field(default_factory=list)
     max_message_chars: int = Field(default=8_000, ge=1)
     # The gateway's cache of recent turns (replayed to late listeners): at most this
@@ -189,22 +201,48 @@ class CoachbusSettings(BaseSettings):
 
     @model_validator(mode="after")
     def _refuse_placeholders(self) -> CoachbusSettings:
+        # One key for two users would make them one user (the key is the identity):
+        # refused everywhere. The error names the users, never the key.
+        owners: dict[str, str] = {}
+        for entry in self.api_keys:
+            first = owners.setdefault(entry.key.get_secret_value(), entry.user_id)
+            if first != entry.user_id:
+                raise ValueError(
+                    f"users {first!r} and {entry.user_id!r} have the same API key; "
+                    "every user needs a key of their own"
+                )
         if self.environment == "local":
             return self
         for entry in self.api_keys:
-            if entry.key.get_secret_value().lower() in _PLACEHOLDERS:
+            key = entry.key.get_secret_value()
+            if key.lower() in _PLACEHOLDERS:
                 raise ValueError(
                     f"API key of {entry.user_id!r} is a placeholder; "
                     f"refusing to start in {self.environment}"
                 )
+            if len(key) < MIN_API_KEY_CHARS:
+                raise ValueError(
+                    f"API key of {entry.user_id!r} has {len(key)} characters, fewer than "
+                    f"{MIN_API_KEY_CHARS}; refusing to start in {self.environment} "
+                    "(make one with: python -c 'import secrets; print(secrets.token_urlsafe(32))')"
+                )
         return self
+
+    @property
+    def max_message_bytes(self) -> int:
+        """The most bytes a user message may take, on the wire and on the bus.
+
+        The agents dead-letter a user-messages record longer than this; the gateway
+        refuses a request body longer than this and never publishes a longer record.
+        """
+        return self.max_message_chars * 4 + 16_384
 
     def topic(self, name: str) -> str:
         return f"{self.topic_prefix}{name}"
 
 
 def generate_dev_key() -> str:
-    return "cb-dev-" + secrets.token_urlsafe(18)
+    return "cb-dev-" + secrets.token_urlsafe(32)
 
 
 @lru_cache(maxsize=1)

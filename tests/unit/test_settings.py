@@ -69,3 +69,49 @@ def test_embedded_broker_gets_as_many_partitions_as_replicas_need() -> None:
     assert embedded_partitions({}) == 2
     assert embedded_partitions({"coach": 1, "synth": 2}) == 2
     assert embedded_partitions({"coach": 4}) == 4
+
+
+def test_short_keys_refused_outside_local_naming_the_user_not_the_key(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("COACHBUS_API_KEYS", f"alice:{'a' * 32},bob:tooshort-x")
+    assert len(CoachbusSettings().api_keys) == 2  # local: any key will do
+    for environment in ("staging", "production"):
+        monkeypatch.setenv("COACHBUS_ENVIRONMENT", environment)
+        with pytest.raises(ValidationError, match="'bob'.*fewer than 32") as raised:
+            CoachbusSettings()
+        assert "tooshort-x" not in str(raised.value)
+    monkeypatch.setenv("COACHBUS_API_KEYS", f"alice:{'a' * 32},bob:{'b' * 32}:reviewer")
+    assert [k.user_id for k in CoachbusSettings().api_keys] == ["alice", "bob"]
+
+
+@pytest.mark.parametrize("environment", ["local", "production"])
+def test_one_key_for_two_users_refused_everywhere(
+    monkeypatch: pytest.MonkeyPatch, environment: str
+) -> None:
+    key = "k" * 40
+    monkeypatch.setenv("COACHBUS_ENVIRONMENT", environment)
+    monkeypatch.setenv("COACHBUS_API_KEYS", f"alice:{key},bob:{'b' * 40},mallory:{key}")
+    with pytest.raises(ValidationError, match="'alice' and 'mallory' have the same API key") as e:
+        CoachbusSettings()
+    assert key not in str(e.value)
+    # One user with two keys (a rotation) is fine.
+    monkeypatch.setenv("COACHBUS_API_KEYS", f"alice:{key},alice:{'b' * 40}")
+    assert len(CoachbusSettings().api_keys) == 2
+
+
+def test_gateway_internal_port(monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = CoachbusSettings()
+    assert settings.gateway_internal_port == 9000
+    assert settings.gateway_internal_port not in (settings.gateway_port, 9092)
+    monkeypatch.setenv("COACHBUS_GATEWAY_INTERNAL_PORT", "0")  # pick a free one
+    assert CoachbusSettings().gateway_internal_port == 0
+
+
+def test_a_malformed_key_list_is_refused_without_echoing_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("COACHBUS_API_KEYS", "alice:sekrit-value-1234:admin")
+    with pytest.raises(ValidationError) as raised:
+        CoachbusSettings()
+    assert "sekrit-value-1234" not in str(raised.value)
