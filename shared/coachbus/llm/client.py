@@ -577,6 +577,14 @@ class ChatStream:
                 except httpx.TransportError as exc:
                     endpoint.breaker.record_failure()
                     raise LLMConnectionError(f"stream broke: {exc}") from exc
+                except LLMHTTPError:
+                    # An error event in the middle of the stream (the engine died after
+                    # the headers): a failed call, counted as ``chat`` counts it. Without
+                    # this the Coach's live path, which only streams, never opened the
+                    # breaker. The caller leaving early (GeneratorExit) and a stall past
+                    # the agent's deadline are not the server's fault: neither counts.
+                    endpoint.breaker.record_failure()
+                    raise
                 finally:
                     endpoint.breaker.release_probe()
                     with contextlib.suppress(Exception):
