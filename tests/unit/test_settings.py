@@ -78,7 +78,7 @@ def test_short_keys_refused_outside_local_naming_the_user_not_the_key(
     assert len(CoachbusSettings().api_keys) == 2  # local: any key will do
     for environment in ("staging", "production"):
         monkeypatch.setenv("COACHBUS_ENVIRONMENT", environment)
-        with pytest.raises(ValidationError, match="'bob'.*fewer than 32") as raised:
+        with pytest.raises(ValidationError, match=r"'bob'.*fewer than 32") as raised:
             CoachbusSettings()
         assert "tooshort-x" not in str(raised.value)
     monkeypatch.setenv("COACHBUS_API_KEYS", f"alice:{'a' * 32},bob:{'b' * 32}:reviewer")

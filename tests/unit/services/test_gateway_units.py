@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
 from pydantic import SecretStr
 
 from coachbus.contracts import Reply
@@ -272,3 +274,226 @@ async def test_feed_handles_replies_after_the_agent_results_of_the_same_batch() 
     view = store.get("t1", "u")
     assert view is not None
     assert [e for e, _ in view.events] == ["agent", "final"]
+
+
+# The front door (services.gateway.ingress), driven as ASGI so each test sees exactly
+# which body messages were read.
+FRONT_KEY = "k" * 40
+
+
+class _Body:
+    """An ASGI receive that hands out ``chunks`` and counts what was read."""
+
+    def __init__(self, chunks: list[bytes]) -> None:
+        self.chunks = chunks
+        self.calls = 0
+
+    async def __call__(self) -> dict[str, object]:
+        self.calls += 1
+        index = self.calls - 1
+        if index >= len(self.chunks):
+            return {"type": "http.disconnect"}
+        return {
+            "type": "http.request",
+            "body": self.chunks[index],
+            "more_body": index < len(self.chunks) - 1,
+        }
+
+
+async def _front_door(
+    path: str, headers: dict[str, str], body: _Body, limit: int = 100
+) -> tuple[int, dict[str, object], bytes | None]:
+    import json
+
+    from services.gateway.ingress import Ingress
+
+    seen: list[bytes] = []
+
+    async def app(scope: object, receive: object, send: object) -> None:
+        message = await receive()  # type: ignore[operator]
+        seen.append(message["body"])
+        await send({"type": "http.response.start", "status": 200, "headers": []})  # type: ignore[operator]
+        await send({"type": "http.response.body", "body": b"{}"})  # type: ignore[operator]
+
+    sent: list[dict[str, object]] = []
+
+    async def send(message: dict[str, object]) -> None:
+        sent.append(message)
+
+    ring = KeyRing([ApiKey(user_id="alice", key=SecretStr(FRONT_KEY))])
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": path,
+        "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()],
+    }
+    await Ingress(app, keys=ring, limit=limit)(scope, body, send)  # type: ignore[arg-type]
+    status = int(sent[0]["status"])  # type: ignore[call-overload]
+    payload = json.loads(sent[1]["body"])  # type: ignore[arg-type]
+    return status, payload, seen[0] if seen else None
+
+
+@pytest.mark.parametrize("path", ["/v1/sessions/s/messages", "/v1/chat/completions"])
+@pytest.mark.parametrize("authorization", [None, "Bearer wrong-key", f"Basic {FRONT_KEY}"])
+async def test_front_door_answers_401_before_reading_a_byte(
+    path: str, authorization: str | None
+) -> None:
+    body = _Body([b"x" * 50] * 1000)
+    headers = {"transfer-encoding": "chunked"}
+    if authorization:
+        headers["authorization"] = authorization
+    status, payload, reached = await _front_door(path, headers, body)
+    assert status == 401 and reached is None
+    assert body.calls == 0  # not one body message was taken from the server
+    if path == "/v1/chat/completions":  # OpenAI's error shape for OpenAI clients
+        assert payload["error"]["code"] == "invalid_api_key"  # type: ignore[index]
+    else:
+        assert payload["status"] == 401
+
+
+@pytest.mark.parametrize("path", ["/v1/sessions/s/messages", "/v1/chat/completions"])
+async def test_front_door_counts_chunked_bytes_and_stops_at_the_limit(path: str) -> None:
+    auth = {"authorization": f"Bearer {FRONT_KEY}", "transfer-encoding": "chunked"}
+    body = _Body([b"x" * 30] * 1000)  # 30 000 bytes against a limit of 100
+    status, payload, reached = await _front_door(path, auth, body)
+    assert status == 413 and reached is None
+    assert body.calls == 4  # 120 bytes: the first count over 100, nothing after
+    code = payload["error"]["code"] if path == "/v1/chat/completions" else payload["status"]  # type: ignore[index]
+    assert code in ("request_too_large", 413)
+
+
+@pytest.mark.parametrize("path", ["/v1/sessions/s/messages", "/v1/chat/completions"])
+async def test_front_door_refuses_a_declared_length_over_the_limit_unread(path: str) -> None:
+    headers = {"authorization": f"Bearer {FRONT_KEY}", "content-length": "101"}
+    body = _Body([b"x" * 101])
+    status, _payload, reached = await _front_door(path, headers, body)
+    assert (status, reached, body.calls) == (413, None, 0)
+
+
+async def test_front_door_passes_a_body_at_the_limit_whole() -> None:
+    headers = {"authorization": f"Bearer {FRONT_KEY}", "transfer-encoding": "chunked"}
+    body = _Body([b"a" * 60, b"b" * 40])
+    status, _payload, reached = await _front_door("/v1/sessions/s/messages", headers, body)
+    assert (status, reached) == (200, b"a" * 60 + b"b" * 40)
+
+
+async def test_front_door_lets_public_pages_and_preflights_through_without_a_key() -> None:
+    status, _payload, reached = await _front_door("/", {}, _Body([b""]))
+    assert (status, reached) == (200, b"")
+    # Public pages are still held to the byte limit.
+    status, _payload, reached = await _front_door("/", {}, _Body([b"x" * 60] * 3))
+    assert (status, reached) == (413, None)
+
+
+def _gateway_client(**settings: object) -> tuple[TestClient, FastAPI, list[object]]:
+    from fastapi.testclient import TestClient
+
+    from coachbus.settings import CoachbusSettings
+    from services.gateway.api import create_api
+    from services.gateway.review import ReviewQueue
+
+    published: list[object] = []
+
+    async def publish(message: object) -> None:
+        published.append(message)
+
+    config = CoachbusSettings(**settings)  # type: ignore[arg-type]
+    ring = KeyRing([ApiKey(user_id="u" * 64, key=SecretStr(FRONT_KEY))])
+    api = create_api(config, ring, TurnStore(), publish, ReviewQueue(), publish)
+    return TestClient(api), api, published
+
+
+def test_a_message_the_agents_would_dead_letter_is_never_published() -> None:
+    from coachbus.bus.codec import encode
+    from coachbus.settings import CoachbusSettings
+
+    client, _api, published = _gateway_client()
+    limit = CoachbusSettings().max_message_bytes
+    # 8000 control characters: within the character limit and within the body limit
+    # (6 bytes each as JSON escapes), but the record with its envelope is not.
+    text = "\x01" * CoachbusSettings().max_message_chars
+    auth = {"Authorization": f"Bearer {FRONT_KEY}"}
+    native = client.post(f"/v1/sessions/{'s' * 128}/messages", json={"text": text}, headers=auth)
+    assert native.status_code == 413, native.text
+    openai = client.post(
+        "/v1/chat/completions",
+        json={"model": "coachbus", "messages": [{"role": "user", "content": text}]},
+        headers={**auth, "X-Session-Id": "s" * 128},
+    )
+    assert openai.status_code == 413, openai.text
+    assert openai.json()["error"]["code"] == "message_too_long"
+    assert published == []
+    ok = client.post("/v1/sessions/s/messages", json={"text": "x" * 8000}, headers=auth)
+    assert ok.status_code == 202
+    assert len(published) == 1 and len(encode(published[0])) <= limit  # type: ignore[arg-type]
+
+
+def test_public_app_has_no_metrics_or_docs_and_the_internal_one_has_them() -> None:
+    from fastapi.testclient import TestClient
+
+    from services.gateway.internal import INTERNAL_PATHS, create_internal_app
+
+    client, api, _published = _gateway_client()
+    for path in INTERNAL_PATHS:
+        assert client.get(path).status_code == 404, path
+    internal = TestClient(create_internal_app(api))
+    assert "/v1/sessions/{session_id}/messages" in internal.get("/openapi.json").json()["paths"]
+    assert "swagger" in internal.get("/docs").text.lower()
+    assert "redoc" in internal.get("/redoc").text.lower()
+    assert internal.get("/metrics").status_code == 200
+
+
+def test_gateway_main_drops_metrics_from_the_public_port() -> None:
+    from services.gateway.internal import INTERNAL_PATHS
+    from services.gateway.main import app
+
+    assert not {path for path, _route in app.routes} & set(INTERNAL_PATHS)
+    assert "/healthz" in {path for path, _route in app.routes}  # probes stay where they are
+
+
+@pytest.mark.parametrize(
+    ("environment", "refused"), [("local", False), ("staging", True), ("production", True)]
+)
+def test_gateway_refuses_to_start_without_keys_outside_local(
+    monkeypatch: pytest.MonkeyPatch, environment: str, refused: bool
+) -> None:
+    from coachbus.settings import CoachbusSettings
+    from services.gateway.auth import refuse_without_keys
+
+    monkeypatch.delenv("COACHBUS_API_KEYS", raising=False)
+    settings = CoachbusSettings(environment=environment)  # type: ignore[arg-type]
+    if refused:
+        with pytest.raises(SystemExit, match=f"refusing to start the gateway in {environment}"):
+            refuse_without_keys(settings)
+    else:
+        refuse_without_keys(settings)
+    keys = [ApiKey(user_id="a", key=SecretStr("k" * 40))]
+    keyed = CoachbusSettings(environment=environment, api_keys=keys)  # type: ignore[arg-type]
+    refuse_without_keys(keyed)
+
+
+async def test_internal_server_binds_the_given_host_and_is_required_outside_local() -> None:
+    import socket
+
+    import httpx
+
+    from services.gateway.internal import InternalServer, create_internal_app
+
+    _client, api, _published = _gateway_client()
+    server = InternalServer(create_internal_app(api), 0, required=True)
+    await server.start(host="127.0.0.1")
+    try:
+        assert server.bound_port
+        async with httpx.AsyncClient() as http:
+            reply = await http.get(f"http://127.0.0.1:{server.bound_port}/openapi.json")
+        assert reply.status_code == 200
+        busy = InternalServer(create_internal_app(api), server.bound_port, required=True)
+        with pytest.raises(RuntimeError, match="cannot be bound"):
+            await busy.start(host="127.0.0.1")
+        optional = InternalServer(create_internal_app(api), server.bound_port, required=False)
+        await optional.start(host="127.0.0.1")  # a local second stack: logged, not fatal
+        assert optional.bound_port is None
+    finally:
+        await server.stop()
+    with socket.socket() as probe:
+        assert probe.connect_ex(("127.0.0.1", server.bound_port)) != 0
