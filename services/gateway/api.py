@@ -14,9 +14,10 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from coachbus.contracts import EraseRequest, Reply, UserMessage, new_turn_id
+from coachbus.contracts import EraseRequest, Reply, UserMessage
 from coachbus.settings import CoachbusSettings
 from services.gateway.auth import KeyRing, Principal, RateLimits
+from services.gateway.erasure import EraseDesk
 from services.gateway.ingress import Ingress, fits_the_bus
 from services.gateway.openai_api import create_openai_router
 from services.gateway.review import ReviewQueue
@@ -58,6 +59,7 @@ def create_api(
     publish: Publish,
     reviews: ReviewQueue,
     publish_reply: Callable[[Reply], Awaitable[None]],
+    desk: EraseDesk | None = None,
 ) -> FastAPI:
     api = FastAPI(
         title="coachbus gateway",
@@ -206,17 +208,32 @@ def create_api(
     api.include_router(create_web_router(store, keys))
 
     @api.delete("/v1/me", status_code=202)
-    async def erase_me(caller: Caller) -> dict[str, Any]:
-        """Forget everything coachbus holds about the caller.
+    async def erase_me(caller: Annotated[Principal, Depends(limited)]) -> dict[str, Any]:
+        """Forget everything coachbus holds about the caller (rate-limited like messages).
 
-        Every agent receives the request in order with the user's messages and
-        tombstones the state it owns; this gateway drops its cached turns at once.
+        Every owner of the caller's state receives the request in order with their
+        messages, tombstones what it owns and confirms; every consumer drops records
+        of turns begun before the erase. A second call while one is pending returns
+        the same receipt and publishes nothing. ``GET /v1/me/erase`` follows it.
         """
-        request = EraseRequest(turn_id=new_turn_id(), session_id="-", user_id=caller.user_id)
-        await publish(request)
-        dropped = store.drop_user(caller.user_id)
-        reviews.drop_user(caller.user_id)
-        return {"status": "erasing", "request_id": request.turn_id, "cached_turns_dropped": dropped}
+        if desk is None:
+            raise HTTPException(503, "erasure is not available on this gateway")
+        watermark, collapsed = await desk.erase(caller.user_id)
+        return {
+            "status": "erasing",
+            "collapsed": collapsed,
+            "status_url": "/v1/me/erase",
+            **desk.status(watermark),
+        }
+
+    @api.get("/v1/me/erase")
+    async def erase_status(caller: Caller) -> dict[str, Any]:
+        """The caller's latest erase: which owners confirmed, and whether all did."""
+        watermark = desk.erasures.get(caller.user_id) if desk is not None else None
+        if desk is None or watermark is None:
+            raise HTTPException(404, "no erase known for this user")
+        body = desk.status(watermark)
+        return {"status": "erased" if body["complete"] else "erasing", **body}
 
     async def reviewer(caller: Caller) -> Principal:
         if not caller.reviewer:

@@ -1,5 +1,11 @@
 """Tails the replies and agent topics (all partitions, no consumer group) into the
-turn store. Every gateway replica sees every turn, so any replica can answer."""
+turn store. Every gateway replica sees every turn, so any replica can answer.
+
+Erasure: a record of a turn begun before its user's erase watermark is dropped
+here, whether it arrives late (the turn was in flight) or is re-read after a
+restart (the review and replies tails); the watermarks are all read before the
+first record is judged. Erase confirmations are tailed from the beginning, so any
+replica can tell whether an erase is complete."""
 
 from __future__ import annotations
 
@@ -12,14 +18,16 @@ from pydantic import TypeAdapter
 
 from coachbus.bus.codec import DecodeError, decode
 from coachbus.bus.state import tail_batches
-from coachbus.contracts import AgentResultAdapter, HumanReviewRequest, Reply
+from coachbus.contracts import AgentResultAdapter, EraseConfirmation, HumanReviewRequest, Reply
 from coachbus.settings import KafkaSettings
+from services.gateway.erasure import EraseDesk
 from services.gateway.review import ReviewQueue
 from services.gateway.turns import TurnStore
 
 log = logging.getLogger(__name__)
 _replies: TypeAdapter[Reply] = TypeAdapter(Reply)
 _reviews: TypeAdapter[HumanReviewRequest] = TypeAdapter(HumanReviewRequest)
+_confirmations: TypeAdapter[EraseConfirmation] = TypeAdapter(EraseConfirmation)
 MAX_BYTES = 4 * 1024 * 1024
 
 
@@ -33,14 +41,20 @@ class ReplyFeed:
         replies_topic: str,
         review_topic: str,
         agent_topics: list[str],
+        desk: EraseDesk | None = None,
+        confirmations_topic: str | None = None,
         review_lookback: int = 2_000,
     ) -> None:
         self._kafka = kafka
         self._store = store
         self._reviews = reviews
+        self._desk = desk
         self._replies_topic = replies_topic
         self._review_topic = review_topic
+        self._confirmations_topic = confirmations_topic if desk is not None else None
         self._topics = [replies_topic, review_topic, *agent_topics]
+        if self._confirmations_topic is not None:
+            self._topics.append(self._confirmations_topic)
         self._review_lookback = review_lookback
         self._consumer: AIOKafkaConsumer | None = None
         self._pacer = kafka.pacer()
@@ -66,7 +80,9 @@ class ReplyFeed:
         # Resolve the positions now: a reply published after this returns is seen.
         for tp in tps:
             end = await consumer.position(tp)
-            if tp.topic in (self._review_topic, self._replies_topic):
+            if tp.topic == self._confirmations_topic:
+                consumer.seek(tp, 0)  # one record per owner per erase: all of them
+            elif tp.topic in (self._review_topic, self._replies_topic):
                 # Open reviews (and the human answers that closed them) outlive a
                 # restart: re-read a recent tail of both topics.
                 consumer.seek(tp, max(0, end - self._review_lookback))
@@ -80,6 +96,11 @@ class ReplyFeed:
             self._pacer.apply(self._consumer, self._store.in_flight)
 
     async def _run(self, consumer: AIOKafkaConsumer) -> None:
+        erasures = self._desk.erasures if self._desk is not None else None
+        if erasures is not None:
+            # Judge nothing (a re-read crisis excerpt above all) before every
+            # watermark is known.
+            await erasures.caught_up.wait()
         async for batch in tail_batches(consumer):
             self._pace()
             # Replies last: a final in the same batch as its agents' results then
@@ -88,6 +109,11 @@ class ReplyFeed:
                 batch.items(), key=lambda item: item[0].topic == self._replies_topic
             ):
                 for record in records:
+                    if tp.topic == self._confirmations_topic:
+                        self._confirm(record.value)
+                        continue
+                    if erasures is not None and erasures.drops(record.key, record.value):
+                        continue  # a turn begun before its user's erase
                     try:
                         if tp.topic == self._replies_topic:
                             reply = decode(record.value, _replies, max_bytes=MAX_BYTES)
@@ -104,6 +130,14 @@ class ReplyFeed:
                         # Not ours to dead-letter (the producers' consumers do that);
                         # the view simply does not show it.
                         log.debug("gateway: skipped unreadable record: %s", exc.reason)
+
+    def _confirm(self, value: bytes | None) -> None:
+        if self._desk is None:
+            return
+        try:
+            self._desk.confirm(decode(value, _confirmations, max_bytes=MAX_BYTES))
+        except DecodeError as exc:
+            log.debug("gateway: skipped unreadable erase confirmation: %s", exc.reason)
 
     async def stop(self) -> None:
         if self._task is not None:

@@ -14,6 +14,7 @@ from coachbus.topics import AGENT_TOPICS, Topic
 from coachbus.tracing import turn_span
 from services.gateway.api import create_api
 from services.gateway.auth import KeyRing
+from services.gateway.erasure import EraseDesk
 from services.gateway.feed import ReplyFeed
 from services.gateway.review import ReviewQueue
 from services.gateway.turns import TurnStore
@@ -44,6 +45,7 @@ store = TurnStore(
     max_bytes=runtime.settings.turn_cache_mb * 1024 * 1024,
 )
 reviews = ReviewQueue()
+desk = EraseDesk(runtime, store, reviews)
 feed = ReplyFeed(
     runtime.kafka,
     store,
@@ -51,6 +53,8 @@ feed = ReplyFeed(
     replies_topic=runtime.topic(Topic.REPLIES),
     review_topic=runtime.topic(Topic.HUMAN_REVIEW),
     agent_topics=[runtime.topic(t) for t in AGENT_TOPICS.values()],
+    desk=desk,
+    confirmations_topic=runtime.topic(Topic.ERASE_CONFIRMATIONS),
 )
 
 
@@ -67,8 +71,10 @@ async def publish_reply(reply: Reply) -> None:
 async def _start_feed() -> None:
     if runtime.kafka_io:
         await feed.start()
+        desk.start()
 
 
 runtime.startup_hooks.append(_start_feed)
 runtime.shutdown_hooks.append(feed.stop)
-api = create_api(runtime.settings, keys, store, publish, reviews, publish_reply)
+runtime.shutdown_hooks.append(desk.stop)
+api = create_api(runtime.settings, keys, store, publish, reviews, publish_reply, desk)

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from datetime import datetime
 
-from coachbus.contracts import HumanReviewRequest
+from coachbus.contracts import HumanReviewRequest, turn_started_at
 
 _RANK = {"low": 0, "moderate": 1, "high": 2, "critical": 3}
 # High and critical items are never evicted to make room for other users.
@@ -89,12 +90,27 @@ class ReviewQueue:
         user = self._users.get(user_id)
         return user.collapsed if user is not None else 0
 
-    def drop_user(self, user_id: str) -> None:
-        user = self._users.pop(user_id, None)
+    def drop_user(self, user_id: str, before: datetime | None = None) -> None:
+        """Forget the user's open items (erase); with ``before``, only those of turns
+        begun before it, so a watermark that reaches a replica late spares newer ones."""
+        user = self._users.get(user_id)
         if user is None:
             return
-        for turn_id in user.items:
-            self._pending.pop(turn_id, None)
+        for turn_id, request in list(user.items.items()):
+            if before is None or erased_before(request, before):
+                self._drop(turn_id)
+        if user_id in self._users and before is None:
+            del self._users[user_id]
+        if user_id not in self._users:
+            return
+        # Items of newer turns stay; the folded count was about the erased ones.
+        self._users[user_id].collapsed = 0
+
+
+def erased_before(request: HumanReviewRequest, cutoff: datetime) -> bool:
+    """Whether the review's turn began before ``cutoff`` (a user's erase)."""
+    started = turn_started_at(request.turn_id) or request.created_at
+    return started < cutoff
 
 
 def _least_urgent(items: OrderedDict[str, HumanReviewRequest]) -> str:

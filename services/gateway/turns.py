@@ -18,9 +18,10 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
-from coachbus.contracts import AGENTS, AgentResult, AgentResultAdapter, Reply
+from coachbus.contracts import AGENTS, AgentResult, AgentResultAdapter, Reply, turn_started_at
 
 
 @dataclass(eq=False)
@@ -204,12 +205,28 @@ class TurnStore:
         """The user's turns still held, newest first."""
         return [v for v in reversed(self._turns.values()) if v.user_id == user_id]
 
-    def drop_user(self, user_id: str) -> int:
-        gone = [t for t, v in self._turns.items() if v.user_id == user_id]
+    def drop_user(self, user_id: str, before: datetime | None = None) -> int:
+        """Forget the user's turns (only those begun before ``before`` if given: a
+        watermark that reaches this replica late must not take a newer turn)."""
+        gone = [
+            t
+            for t, v in self._turns.items()
+            if v.user_id == user_id and (before is None or _began_before(t, before))
+        ]
         for turn_id in gone:
-            self._bytes -= self._turns.pop(turn_id).size
+            view = self._turns.pop(turn_id)
+            self._bytes -= view.size
             self._awaiting.pop(turn_id, None)
+            if view.grace_task is not None:
+                view.grace_task.cancel()
+                view.grace_task = None
         return len(gone)
 
     def __len__(self) -> int:
         return len(self._turns)
+
+
+def _began_before(turn_id: str, cutoff: datetime) -> bool:
+    # A turn whose start cannot be told goes: keeping it could keep erased data.
+    started = turn_started_at(turn_id)
+    return started is None or started < cutoff

@@ -11,6 +11,7 @@ from pydantic import TypeAdapter
 
 from coachbus.bus.codec import DecodeError, decode
 from coachbus.bus.dispatch import Hold, Record
+from coachbus.bus.erasure import origin
 from coachbus.bus.service import AgentRuntime, record_context
 from coachbus.bus.state import read_tail
 from coachbus.contracts import (
@@ -78,9 +79,19 @@ async def prose(message: UserMessage, outcome: logic.SynthOutcome) -> Outcome[st
     )
 
 
+def _erased(message: UserMessage) -> bool:
+    """The user erased their data after this turn began (while it was open)."""
+    return runtime.erasures.predates(message.user_id, origin(message.turn_id, message.created_at))
+
+
 async def finalize(turn: OpenTurn, degraded: bool) -> None:
     message = turn.message
     assert message is not None
+    if _erased(message):
+        # Finalising when the erase arrived: the turn ends unanswered and nothing
+        # of it is written (the records are committed; the user asked to be forgotten).
+        MESSAGES.labels("synth", "join", "erased").inc()
+        return
     missing = turn.missing(join.required)
     SYNTH_JOIN_WAIT.labels("deadline" if missing else "complete").observe(
         (utcnow() - message.created_at).total_seconds()
@@ -105,10 +116,14 @@ async def finalize(turn: OpenTurn, degraded: bool) -> None:
         language=outcome.language,
         usage=usage,
     )
+    if _erased(message):  # the erase came while the prose was being written
+        MESSAGES.labels("synth", "join", "erased").inc()
+        return
     context = turn.trace_context if isinstance(turn.trace_context, Context) else None
     with turn_span("synth.final", message.turn_id, "synth", parent=context):
         await runtime.publish(Topic.REPLIES, reply, key=message.user_id)
     # After the reply: the next turn's shared prompt prefix comes from this record.
+    # The keeper checks the watermark again right before it writes.
     await memory.after_final(message, turn.results, reply.text)
     TURN_LATENCY.labels("degraded" if missing else "complete").observe(
         (utcnow() - message.created_at).total_seconds()
@@ -124,7 +139,9 @@ async def handle(record: Record) -> Hold | None:
             message = decode(record.value, UserInputAdapter, max_bytes=_limit)
             if isinstance(message, EraseRequest):
                 join.forget_user(message.user_id)
-                await runtime.erase_user(message.user_id)  # tombstones its memory record
+                # Tombstones its memory record, applies the watermark (a turn being
+                # finalised now writes nothing) and confirms the erase.
+                await runtime.erase_user(message.user_id, message, record)
                 return None
             if isinstance(message, SessionEnd):
                 await memory.end_session(message)

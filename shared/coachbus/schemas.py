@@ -14,6 +14,8 @@ from pydantic import TypeAdapter
 from coachbus.contracts import (
     CoachResult,
     DeadLetter,
+    EraseConfirmation,
+    EraseWatermark,
     HumanReviewRequest,
     PersonaResult,
     PlasticityResult,
@@ -40,6 +42,8 @@ CONTRACTS: dict[Topic, Any] = {
     Topic.PROFILES: PersonaProfile,
     Topic.SAFETY: SafetyState,
     Topic.MEMORY: MemoryRecord,
+    Topic.ERASURES: EraseWatermark,
+    Topic.ERASE_CONFIRMATIONS: EraseConfirmation,
 }
 
 # Where AsyncAPI keeps reusable schemas: a payload's references point there.

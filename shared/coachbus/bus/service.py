@@ -39,11 +39,14 @@ from coachbus import __version__
 from coachbus.bus.admin import ensure_topics, wait_for_broker
 from coachbus.bus.codec import JSON_HEADERS, DecodeError, decode, encode
 from coachbus.bus.dispatch import Hold, KeyedDispatcher, Record
+from coachbus.bus.erasure import Erasures, origin
 from coachbus.bus.state import OwnedStore, TableView, ViewTail, read_tail
 from coachbus.contracts import (
     DLQ_ORIGINAL_MAX,
     DeadLetter,
+    EraseConfirmation,
     EraseRequest,
+    EraseWatermark,
     Event,
     HumanReviewRequest,
     SessionEnd,
@@ -213,6 +216,10 @@ class AgentRuntime:
         self.revoke_hooks: list[PartitionHook] = []
         self.views: list[TableView[Any]] = []
         self._view_tail: ViewTail | None = None
+        # Every user's erase watermark (topic ``erasures``): records of a turn that
+        # began before it are dropped before any handler sees them (see ``consume``).
+        self.erasures = Erasures(topic=self.topic(Topic.ERASURES), model=EraseWatermark)
+        self.views.append(self.erasures)
         self.stores: list[OwnedStore[Any]] = []
         self.erase_hooks: list[Callable[[str], Awaitable[None]]] = []
         self.session_end_hooks: list[Callable[[SessionEnd], Awaitable[None]]] = []
@@ -245,27 +252,70 @@ class AgentRuntime:
             encode(event), name, key=key.encode(), headers=inject_headers(JSON_HEADERS)
         )
 
+    async def _raw_producer(self) -> AIOKafkaProducer:
+        if self._producer is None:
+            self._producer = AIOKafkaProducer(
+                bootstrap_servers=self.kafka.servers, **self.kafka.client_kwargs()
+            )
+            await self._producer.start()
+        return self._producer
+
     async def _write_raw(self, topic: str, value: bytes | None, key: str) -> None:
         if value is not None:
             await self.broker.publish(value, topic, key=key.encode(), headers=JSON_HEADERS)
             return
         # FastStream encodes None as b"", which compaction keeps as a value: a real
         # tombstone needs a null value, so it goes through aiokafka directly.
-        if self._producer is None:
-            self._producer = AIOKafkaProducer(
-                bootstrap_servers=self.kafka.servers, **self.kafka.client_kwargs()
-            )
-            await self._producer.start()
-        await self._producer.send_and_wait(topic, None, key=key.encode())
+        producer = await self._raw_producer()
+        await producer.send_and_wait(topic, None, key=key.encode())
 
-    async def erase_user(self, user_id: str) -> None:
-        """Forget a user: tombstones in every store this service owns, then hooks."""
+    async def tombstone(self, topic: Topic, key: str) -> None:
+        """Write a real tombstone (null value) for ``key`` on a compacted topic."""
+        await self._write_raw(self.topic(topic), None, key)
+
+    async def publish_located(self, topic: Topic, event: BaseModel, *, key: str) -> tuple[int, int]:
+        """Publish like ``publish`` and return where the record landed (partition,
+        offset): an erase receipt names its place in the user's partition."""
+        producer = await self._raw_producer()
+        headers = [(k, v.encode()) for k, v in inject_headers(JSON_HEADERS).items()]
+        meta = await producer.send_and_wait(
+            self.topic(topic), encode(event), key=key.encode(), headers=headers
+        )
+        return meta.partition, meta.offset
+
+    async def erase_user(
+        self, user_id: str, request: EraseRequest | None = None, record: Record | None = None
+    ) -> None:
+        """Forget a user: tombstones in every store this service owns, then hooks.
+
+        With the request (seen in band on ``user-messages``) its watermark applies at
+        once, before the ``erasures`` record reaches this process; and an owner of
+        state confirms, after its tombstones, on ``erase-confirmations``.
+        """
+        if request is not None and record is not None:
+            erased_at = origin(request.turn_id, request.created_at) or request.created_at
+            self.erasures.note(
+                EraseWatermark(
+                    user_id=user_id,
+                    request_id=request.turn_id,
+                    erased_at=erased_at,
+                    partition=record.partition,
+                    offset=record.offset,
+                    owners=[],
+                )
+            )
         for store in self.stores:
             await store.erase(user_id)
         for view in self.views:
-            view.apply(user_id, None)
+            if view is not self.erasures:
+                view.apply(user_id, None)
         for hook in self.erase_hooks:
             await hook(user_id)
+        if request is not None and self.stores:
+            confirmation = EraseConfirmation(
+                user_id=user_id, request_id=request.turn_id, owner=self.service
+            )
+            await self.publish(Topic.ERASE_CONFIRMATIONS, confirmation, key=user_id)
 
     def prompt_builder(self) -> PromptBuilder:
         """The agent's prompt builder, made once: its token counter loads a tokenizer."""
@@ -367,6 +417,15 @@ class AgentRuntime:
                 abandoned: Hold = asyncio.get_running_loop().create_future()
                 abandoned.cancel()
                 return abandoned
+            if self.kafka_io and not self.erasures.caught_up.is_set():
+                # Every watermark is known before the first record is judged by them.
+                await self.erasures.caught_up.wait()
+            if self.erasures.drops(record.key, record.value):
+                # A turn that began before its user's erase (in flight then, or
+                # redelivered after a crash): no handler may see it, so no agent
+                # and no state of any service brings the user back.
+                MESSAGES.labels(self.service, record.topic, "erased").inc()
+                return None
             return await handle(record)
 
         dispatcher = KeyedDispatcher(
@@ -444,7 +503,7 @@ class AgentRuntime:
                     await self.dead_letter(record, exc.reason, exc.error_type)
                     return None
                 if isinstance(message, EraseRequest):
-                    await self.erase_user(message.user_id)
+                    await self.erase_user(message.user_id, message, record)
                     return None
                 if isinstance(message, SessionEnd):
                     for hook in self.session_end_hooks:

@@ -53,20 +53,33 @@ class OwnedStore(Generic[S]):
         # load, and parsing is ~6x cheaper than a deep copy of the model.
         self._records: dict[str, bytes] = {}
         self._owner: dict[str, int] = {}
+        # Erases per user: a put that sees the count change while its write was in
+        # flight was overtaken by an erase (see ``put``). Bounded by users.
+        self._erases: dict[str, int] = {}
 
     def get(self, user_id: str) -> S | None:
         raw = self._records.get(user_id)
         return self.model.model_validate_json(raw) if raw is not None else None
 
-    async def put(self, user_id: str, record: S) -> None:
+    async def put(self, user_id: str, record: S) -> bool:
+        """Write the record; False if an erase of the user overtook the write."""
         raw = record.model_dump_json().encode()
+        erases = self._erases.get(user_id, 0)
         await self._write(self.topic, raw, user_id)
+        if self._erases.get(user_id, 0) != erases:
+            # The user was erased while this write was in flight. Records and
+            # tombstones go out through different producers, so the record may have
+            # landed after the tombstone: tombstone again, now strictly after it.
+            await self._write(self.topic, None, user_id)
+            return False
         self._records[user_id] = raw
+        return True
 
     async def erase(self, user_id: str) -> None:
-        """Tombstone the user's record (compaction then removes it) and forget it."""
-        await self._write(self.topic, None, user_id)
+        """Forget the user's record, then tombstone it (compaction removes it)."""
+        self._erases[user_id] = self._erases.get(user_id, 0) + 1
         self.forget(user_id)
+        await self._write(self.topic, None, user_id)
 
     def forget(self, user_id: str) -> None:
         self._records.pop(user_id, None)

@@ -3,6 +3,7 @@
 from coachbus.contracts.events import (
     AGENTS,
     DLQ_ORIGINAL_MAX,
+    ERASE_OWNERS,
     SCHEMA_VERSION,
     AgentName,
     AgentResult,
@@ -10,7 +11,9 @@ from coachbus.contracts.events import (
     CoachResult,
     Conflict,
     DeadLetter,
+    EraseConfirmation,
     EraseRequest,
+    EraseWatermark,
     Event,
     HumanReviewRequest,
     PersonaResult,
@@ -26,12 +29,14 @@ from coachbus.contracts.events import (
     UserInputAdapter,
     UserMessage,
     new_turn_id,
+    turn_started_at,
     utcnow,
 )
 
 __all__ = [
     "AGENTS",
     "DLQ_ORIGINAL_MAX",
+    "ERASE_OWNERS",
     "SCHEMA_VERSION",
     "AgentName",
     "AgentResult",
@@ -39,7 +44,9 @@ __all__ = [
     "CoachResult",
     "Conflict",
     "DeadLetter",
+    "EraseConfirmation",
     "EraseRequest",
+    "EraseWatermark",
     "Event",
     "HumanReviewRequest",
     "PersonaResult",
@@ -55,5 +62,6 @@ __all__ = [
     "UserInputAdapter",
     "UserMessage",
     "new_turn_id",
+    "turn_started_at",
     "utcnow",
 ]

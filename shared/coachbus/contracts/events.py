@@ -7,8 +7,8 @@ is dead-lettered with the reason) instead of guessing.
 
 from __future__ import annotations
 
+import os
 import time
-import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal, Self
 
@@ -36,7 +36,25 @@ def utcnow() -> datetime:
 
 
 def new_turn_id() -> str:
-    return uuid.uuid4().hex
+    """A UUIDv7 (RFC 9562) as 32 hex digits: its first 48 bits are the time it was
+    made, in ms. Every record derived from a turn carries its id, so any consumer can
+    tell whether the turn began before a user's erase (see ``turn_started_at``)."""
+    ms = time.time_ns() // 1_000_000
+    rand = int.from_bytes(os.urandom(10), "big")
+    value = (ms & (2**48 - 1)) << 80 | 0x7 << 76 | (rand >> 68 & 0xFFF) << 64
+    value |= 0b10 << 62 | rand & (2**62 - 1)
+    return f"{value:032x}"
+
+
+def turn_started_at(turn_id: str) -> datetime | None:
+    """When a turn id of ``new_turn_id`` was made; None for any other id."""
+    if len(turn_id) != 32 or turn_id[12] != "7":
+        return None
+    try:
+        ms = int(turn_id[:12], 16)
+    except ValueError:
+        return None
+    return datetime.fromtimestamp(ms / 1000, UTC)
 
 
 class Event(BaseModel):
@@ -100,6 +118,40 @@ class EraseRequest(Event):
     agent sees it in order with the user's messages and erases the state it owns."""
 
     kind: Literal["erase"] = "erase"
+
+
+class EraseWatermark(BaseModel):
+    """Topic ``erasures`` (compacted, keyed by user): the user's latest erase. Every
+    consumer drops records of a turn that began before ``erased_at``. ``partition``
+    and ``offset`` locate the EraseRequest on ``user-messages``; offsets do not
+    survive a memory-only broker's restart, so the filter compares times."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    user_id: str = Field(min_length=1, max_length=128)
+    request_id: str = Field(min_length=1, max_length=128)
+    erased_at: datetime
+    partition: int = Field(ge=0)
+    offset: int = Field(ge=0)
+    owners: list[str] = Field(description="services that must confirm the erase")
+
+
+class EraseConfirmation(BaseModel):
+    """Topic ``erase-confirmations`` (keyed by user): one owner of the user's state
+    tombstoned it for the erase ``request_id``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    user_id: str = Field(min_length=1, max_length=128)
+    request_id: str = Field(min_length=1, max_length=128)
+    owner: str = Field(min_length=1, max_length=64)
+    confirmed_at: datetime = Field(default_factory=utcnow)
+
+
+# The services that own per-user state (one compacted topic each) and confirm an erase.
+ERASE_OWNERS: tuple[str, ...] = ("shadow", "persona", "stability", "synth")
 
 
 class SessionEnd(Event):
