@@ -29,6 +29,9 @@ from coachbus.contracts import UserMessage
 from services.gateway.auth import KeyRing
 
 AUTHENTICATED_PREFIX = "/v1/"
+# Public safety information (services/gateway/web.py): a person in crisis must see the
+# help lines even when their key fails.
+PUBLIC_PATHS = frozenset({"/v1/help-lines"})
 # The OpenAI-compatible routes answer in OpenAI's error shape, so its clients show
 # the message; everything else in RFC 9457 problem details.
 OPENAI_PATHS = frozenset({"/v1/chat/completions", "/v1/models"})
@@ -55,6 +58,7 @@ class Ingress:
         # A CORS preflight carries no credentials by design (and no body).
         if (
             path.startswith(AUTHENTICATED_PREFIX)
+            and path not in PUBLIC_PATHS
             and scope["method"] != "OPTIONS"
             and self.keys.resolve(_header(scope, b"authorization")) is None
         ):
@@ -106,7 +110,9 @@ async def _unauthorized(path: str, send: Send) -> None:
     else:
         body = _problem(401, "Unauthorized", "missing or unknown API key")
         media = "application/problem+json"
-    await _respond(send, 401, body, media, [(b"www-authenticate", b"Bearer")])
+    # Any body the client sends is never read: the connection cannot carry another request.
+    closing = [(b"www-authenticate", b"Bearer"), (b"connection", b"close")]
+    await _respond(send, 401, body, media, closing)
 
 
 async def _too_large(path: str, limit: int, send: Send) -> None:
@@ -118,7 +124,6 @@ async def _too_large(path: str, limit: int, send: Send) -> None:
     else:
         body = _problem(413, "Payload Too Large", f"request body over {limit} bytes")
         media = "application/problem+json"
-    # The rest of the body is never read: the connection cannot carry another request.
     await _respond(send, 413, body, media, [(b"connection", b"close")])
 
 
