@@ -35,6 +35,10 @@ _MODE = {
     "safer alternative",
     "crisis": "a crisis: no coaching at all, only care and the help lines",
     "care": "the turn right after a crisis: a gentle check-in, remind of the help lines",
+    # The crisis screen was unsure (risk cues, no rule): the sheet's mode since the
+    # screen reports uncertainty; without this entry such a sheet would fail here.
+    "check_in": "the message has risk cues the screen could not read either way: ask "
+    "directly and kindly how they are, no coaching push, mention the help lines",
 }
 
 
