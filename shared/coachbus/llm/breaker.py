@@ -5,6 +5,13 @@ consecutive failures): calls are refused at once for ``reset_s``, so a dead GPU
 node costs the turn nothing and the router moves to its next tier. Half-open:
 after ``reset_s`` a single probe call is let through; its outcome closes or
 re-opens the breaker.
+
+The client reports every attempt, on both paths: ``chat`` and a stream alike count
+a failure when the connection fails, the server answers 429/5xx, or the answer
+breaks in the middle (an error event, a dropped connection) — also after the first
+tokens reached the caller, which is how the Coach's live path fails. A 4xx counts
+as a success (the server is up). A caller leaving a stream early, or a call cut at
+the agent's deadline, counts as neither (``release_probe``).
 """
 
 from __future__ import annotations
