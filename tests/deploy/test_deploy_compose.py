@@ -28,7 +28,14 @@ SCHEMA_PATH = Path(__file__).parent / "data" / "compose-spec.json"
 COMPOSE_SCHEMA_SHA256 = "0dc04bd346dcfee1b1419628fff79937bbf076925f298f272a2b490e2b112bac"
 
 # The secrets compose must refuse to start without (`${VAR?...}`), never defaulted.
-REQUIRED_SECRETS = {"COACHBUS_API_KEYS", "COACHBUS_LLM_API_KEY", "GRAFANA_ADMIN_PASSWORD"}
+KAFKA_USERS = ("OPS", "GATEWAY", "SHADOW", "PERSONA", "PLASTICITY", "STABILITY", "COACH", "SYNTH")
+REQUIRED_SECRETS = {
+    "COACHBUS_API_KEYS",
+    "COACHBUS_LLM_API_KEY",
+    "GRAFANA_ADMIN_PASSWORD",
+    "KAFKA_ADMIN_PASSWORD",
+    *(f"KAFKA_PASSWORD_{user}" for user in KAFKA_USERS),
+}
 SECRET_NAME = re.compile(r"(PASSWORD|SECRET|API_KEY|TOKEN)", re.IGNORECASE)
 
 _VAR = re.compile(
@@ -164,7 +171,10 @@ def test_every_long_running_service_has_a_healthcheck(compose: dict[str, Any]) -
     for name, svc in compose["services"].items():
         if name == "topics-init":
             assert svc["restart"] == "no"
-            assert svc["command"] == ["coachbus", "topics", "create"]
+            assert svc["command"] == ["coachbus", "topics", "create", "--fix-configs"]
+            continue
+        if name == "kafka-acls":
+            assert svc["restart"] == "no"
             continue
         assert "healthcheck" in svc, name
 
@@ -251,3 +261,99 @@ def test_dockerignore_keeps_secrets_and_venv_out() -> None:
     assert "**/.env" in lines
     included = {line[1:].rstrip("/") for line in lines if line.startswith("!")}
     assert included == {"pyproject.toml", "README.md", "shared", "services"}
+
+
+# --- closed by default -----------------------------------------------------------------
+
+PUBLIC = REPO / "docker-compose.public.yml"
+
+
+def _published(svc: dict[str, Any]) -> list[str]:
+    return [str(p) for p in svc.get("ports", [])]
+
+
+def test_every_published_port_is_bound_to_localhost(compose: dict[str, Any]) -> None:
+    published = 0
+    for name, svc in compose["services"].items():
+        for port in _published(svc):
+            published += 1
+            assert port.startswith("127.0.0.1:"), f"{name} publishes {port} on all interfaces"
+    assert published >= 4  # kafka, gateway, prometheus, grafana
+
+
+def test_public_override_publishes_the_gateway_only() -> None:
+    override = interpolate(yaml.safe_load(PUBLIC.read_text()), {})
+    assert set(override["services"]) == {"gateway"}
+    assert set(override["services"]["gateway"]) == {"ports"}
+
+
+def test_kafka_has_no_plaintext_listener_and_an_authorizer(compose: dict[str, Any]) -> None:
+    env = compose["services"]["kafka"]["environment"]
+    protocols = dict(p.split(":") for p in env["KAFKA_LISTENER_SECURITY_PROTOCOL_MAP"].split(","))
+    listeners = {entry.split("://")[0] for entry in env["KAFKA_LISTENERS"].split(",")}
+    assert listeners <= set(protocols)
+    assert all(protocols[name] in {"SASL_PLAINTEXT", "SASL_SSL"} for name in listeners), protocols
+    assert "CONTROLLER://localhost:" in env["KAFKA_LISTENERS"]
+    assert env["KAFKA_AUTHORIZER_CLASS_NAME"].endswith("StandardAuthorizer")
+    assert env["KAFKA_ALLOW_EVERYONE_IF_NO_ACL_FOUND"] == "false"
+    assert env["KAFKA_SUPER_USERS"] == "User:admin"
+    assert "SCRAM-SHA-512" in env["KAFKA_SASL_ENABLED_MECHANISMS"]
+
+
+def test_every_service_has_its_own_scram_user(compose: dict[str, Any]) -> None:
+    from coachbus.acl import ACCESS, OPS_PRINCIPAL, password_variable
+
+    users = {}
+    for name in SERVICES:
+        env = compose["services"][name]["environment"]
+        assert env["KAFKA_SECURITY_PROTOCOL"] == "SASL_PLAINTEXT"
+        assert env["KAFKA_SASL_MECHANISM"] == "SCRAM-SHA-512"
+        users[name] = env["KAFKA_SASL_USERNAME"]
+        assert users[name] == ACCESS[name].principal
+    assert len(set(users.values())) == len(SERVICES)
+    topics = compose["services"]["topics-init"]["environment"]
+    assert topics["KAFKA_SASL_USERNAME"] == OPS_PRINCIPAL
+    # The users/ACL job gets every principal's password, from the same variables.
+    raw = yaml.safe_load(COMPOSE.read_text())
+    acl_env = raw["services"]["kafka-acls"]["environment"]
+    for principal in [OPS_PRINCIPAL, *(a.principal for a in ACCESS.values())]:
+        var = password_variable(principal)
+        assert acl_env[var] == f"${{{var}?Variable not set}}"
+    for name in SERVICES:
+        var = password_variable(ACCESS[name].principal)
+        assert raw["services"][name]["environment"]["KAFKA_SASL_PASSWORD"] == (
+            f"${{{var}?Variable not set}}"
+        )
+
+
+def test_the_acl_job_runs_the_generated_script(compose: dict[str, Any]) -> None:
+    from coachbus.acl import render_script
+
+    job = compose["services"]["kafka-acls"]
+    assert job["image"] == compose["services"]["kafka"]["image"]  # same kafka-acls.sh
+    assert "./deploy/kafka:/coachbus:ro" in job["volumes"]
+    assert (REPO / "deploy/kafka/acls.sh").read_text() == render_script()
+    assert "/coachbus/acls.sh" in (REPO / "deploy/kafka/init.sh").read_text()
+    assert compose["services"]["topics-init"]["depends_on"]["kafka-acls"] == {
+        "condition": "service_completed_successfully"
+    }
+
+
+def test_production_settings_and_no_prometheus_lifecycle(compose: dict[str, Any]) -> None:
+    for name in SERVICES:
+        env = compose["services"][name]["environment"]
+        assert env["COACHBUS_ENVIRONMENT"] == "production"
+        assert int(env["COACHBUS_RETENTION_MS"]) == 7 * 86_400_000
+        assert int(env["COACHBUS_DLQ_RETENTION_MS"]) == 3 * 86_400_000
+    assert not any("enable-lifecycle" in a for a in compose["services"]["prometheus"]["command"])
+
+
+def test_env_example_names_every_required_variable() -> None:
+    example = dict(
+        line.split("=", 1)
+        for line in (REPO / ".env.example").read_text().splitlines()
+        if line and not line.startswith("#")
+    )
+    assert set(example) == REQUIRED_SECRETS
+    assert all("REPLACE-ME" in value for value in example.values()), "obvious placeholders"
+    assert ".env" in (REPO / ".gitignore").read_text().splitlines()
