@@ -170,3 +170,28 @@ async def test_a_half_open_probe_that_breaks_midway_reopens_at_once() -> None:
         now[0] = 20.0
         assert await stream_text(client) == ["All ", "good."]
         assert state_of(breaker) == "closed"
+
+
+@respx.mock
+async def test_the_coachs_live_path_opens_the_breaker() -> None:
+    """What the Coach's router calls: StreamingLLM.chat, a stream under the hood."""
+    from services.coach.prompts import CoachDraft
+    from services.coach.stream import DeltaPublisher, StreamingLLM
+
+    shown: list[str] = []
+
+    async def publish(piece: str, seq: int) -> None:
+        shown.append(piece)
+
+    route = respx.post(URL).mock(side_effect=lambda _request: error_event())
+    async with LLMClient(fast_settings(breaker_failure_threshold=THRESHOLD)) as client:
+        live = StreamingLLM(
+            client, DeltaPublisher(publish, lambda _text: []), lambda t: CoachDraft(text=t)
+        )
+        for _ in range(THRESHOLD):
+            with pytest.raises(LLMHTTPError):
+                await live.chat(req())
+        assert client.breaker("small").state == "open"
+        with pytest.raises(CircuitOpenError):
+            await live.chat(req())
+        assert route.call_count == THRESHOLD
