@@ -497,3 +497,23 @@ async def test_internal_server_binds_the_given_host_and_is_required_outside_loca
         await server.stop()
     with socket.socket() as probe:
         assert probe.connect_ex(("127.0.0.1", server.bound_port)) != 0
+
+
+def test_every_v1_route_but_the_public_ones_needs_a_key_at_the_front_door() -> None:
+    import re
+
+    from services.gateway.ingress import PUBLIC_PATHS
+
+    client, api, published = _gateway_client()
+    # The schema lists the routes of the included routers too (OpenAI, web).
+    paths = {p: ops for p, ops in api.openapi()["paths"].items() if p.startswith("/v1/")}
+    assert {"/v1/sessions/{session_id}/messages", "/v1/chat/completions", "/v1/models"} <= set(
+        paths
+    )
+    for route, operations in paths.items():
+        path = re.sub(r"\{[^}]+\}", "x", route)
+        for method in operations:
+            status = client.request(method.upper(), path, content=b"{}").status_code
+            assert (status != 401) == (route in PUBLIC_PATHS), (method, route, status)
+    assert set(paths) >= PUBLIC_PATHS  # no stale entry would open a future route
+    assert published == []
