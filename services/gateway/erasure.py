@@ -42,9 +42,6 @@ log = logging.getLogger(__name__)
 
 # Erase requests per user whose confirmations are kept (only the latest counts).
 KEEP_REQUESTS = 4
-# A watermark is tombstoned once every event topic's retention has passed since
-# the erase: no record it could filter is left. Must be at least that retention.
-DEFAULT_WATERMARK_RETENTION = timedelta(days=7)
 SWEEP_EVERY_S = 3600.0
 
 
@@ -69,12 +66,8 @@ class EraseDesk:
         # Watermarks noted here whose record has not reached the topic yet.
         self._unpublished: dict[str, EraseWatermark] = {}
         self._sweeper: asyncio.Task[None] | None = None
-        retention_ms = getattr(runtime.settings, "retention_ms", None)
-        self._retention = (
-            timedelta(milliseconds=retention_ms)
-            if isinstance(retention_ms, int) and retention_ms > 0
-            else DEFAULT_WATERMARK_RETENTION
-        )
+        # The event topics' retention: past it no record a watermark filters is left.
+        self._retention = timedelta(milliseconds=runtime.settings.retention_ms)
         # A watermark from any replica (or this one) drops the user's cached turns
         # and review items begun before it.
         self.erasures.listeners.append(self._forget_cached)

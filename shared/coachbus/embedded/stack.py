@@ -4,20 +4,115 @@ topics, and the seven services under the supervisor."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import sys
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from pydantic import ValidationError
+
 from coachbus.bus.admin import ensure_topics, wait_for_broker
+from coachbus.bus.erasure import Erasures
+from coachbus.bus.state import tail_batches
+from coachbus.contracts import EraseConfirmation
 from coachbus.embedded.broker import EmbeddedBroker, free_port
 from coachbus.embedded.snapshot import export_snapshot, import_snapshot
 from coachbus.embedded.supervisor import SERVICES, ServiceSpec, Supervisor
 from coachbus.settings import CoachbusSettings, KafkaSettings, generate_dev_key
+from coachbus.topics import Topic
 
 log = logging.getLogger(__name__)
+
+
+class EraseWatch:
+    """Calls ``on_complete`` whenever an erase completes (every owner of the user's
+    state confirmed its tombstones): the embedded stack then rewrites its snapshot,
+    so a crash after the erase cannot restore the user from an older file."""
+
+    def __init__(
+        self,
+        settings: CoachbusSettings,
+        kafka: KafkaSettings,
+        on_complete: Callable[[], Awaitable[object]],
+    ) -> None:
+        self._kafka = kafka
+        self._erasures_topic = settings.topic(Topic.ERASURES.value)
+        self._confirmations_topic = settings.topic(Topic.ERASE_CONFIRMATIONS.value)
+        self._on_complete = on_complete
+        self.erasures = Erasures(topic=self._erasures_topic)
+        self._confirmed: dict[tuple[str, str], set[str]] = {}
+        self._done: set[str] = set()
+        self.completed = 0
+        self._consumer: AIOKafkaConsumer | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        kafka = self._kafka
+        self._consumer = consumer = AIOKafkaConsumer(
+            bootstrap_servers=kafka.servers,
+            enable_auto_commit=False,
+            fetch_max_wait_ms=250,
+            **kafka.client_kwargs(),
+        )
+        await consumer.start()
+        await consumer._client.force_metadata_update()
+        tps = [
+            TopicPartition(topic, p)
+            for topic in (self._erasures_topic, self._confirmations_topic)
+            for p in sorted(consumer.partitions_for_topic(topic) or ())
+        ]
+        consumer.assign(tps)
+        await consumer.seek_to_beginning(*tps)
+        self._task = asyncio.create_task(self._run(consumer), name="stack-erase-watch")
+
+    async def _run(self, consumer: AIOKafkaConsumer) -> None:
+        async for batch in tail_batches(consumer):
+            touched: set[str] = set()
+            for tp, records in batch.items():
+                for record in records:
+                    if tp.topic == self._erasures_topic:
+                        self.erasures.apply_raw(record.key, record.value)
+                    elif record.value:
+                        try:
+                            done = EraseConfirmation.model_validate_json(record.value)
+                        except ValidationError:
+                            continue
+                        key = (done.user_id, done.request_id)
+                        self._confirmed.setdefault(key, set()).add(done.owner)
+                    if record.key is not None:
+                        touched.add(record.key.decode("utf-8", "replace"))
+            if any(self._complete(user) for user in touched):
+                try:
+                    await self._on_complete()
+                    log.info("an erase completed: the state snapshot was rewritten")
+                except Exception:
+                    log.exception("could not rewrite the state snapshot after an erase")
+
+    def _complete(self, user_id: str) -> bool:
+        watermark = self.erasures.get(user_id)
+        if watermark is None or watermark.request_id in self._done:
+            return False
+        confirmed = self._confirmed.get((user_id, watermark.request_id), set())
+        if not set(watermark.owners) <= confirmed:
+            return False
+        self._done.add(watermark.request_id)
+        self.completed += 1
+        return True
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        if self._consumer is not None:
+            await self._consumer.stop()
+            self._consumer = None
 
 
 @dataclass
@@ -67,6 +162,7 @@ class Stack:
         self._settings: CoachbusSettings | None = None
         self.local_model: Any = None
         self._kafka: KafkaSettings | None = None
+        self.erase_watch: EraseWatch | None = None
 
     @property
     def gateway_url(self) -> str:
@@ -154,6 +250,11 @@ class Stack:
         await self.supervisor.start()
         try:
             await self.supervisor.wait_healthy(timeout_s=90)
+            if self.broker is not None and cfg.snapshot is not None:
+                # The embedded broker forgets on a crash; the file must not remember
+                # an erased user: rewrite it as each erase completes.
+                self.erase_watch = EraseWatch(settings, kafka, self.snapshot)
+                await self.erase_watch.start()
         except BaseException:
             await self.stop()
             raise
@@ -165,6 +266,9 @@ class Stack:
         return await export_snapshot(self._settings, self._kafka, self.config.snapshot)
 
     async def stop(self) -> None:
+        if self.erase_watch is not None:
+            await self.erase_watch.stop()
+            self.erase_watch = None
         if self.supervisor is not None:
             await self.supervisor.stop()
             self.supervisor = None
