@@ -125,7 +125,7 @@ def test_topic_job_is_a_post_install_hook(chart: Any) -> None:
     job = of_kind(render(chart), "Job")["coachbus-topics"]
     assert job["metadata"]["annotations"]["helm.sh/hook"] == "post-install,post-upgrade"
     (c,) = job["spec"]["template"]["spec"]["containers"]
-    assert c["command"] == ["coachbus", "topics", "create"]
+    assert c["command"] == ["coachbus", "topics", "create", "--fix-configs"]
     assert not of_kind(render(chart, {"topics": {"create": False}}), "Job")
 
 
@@ -452,3 +452,60 @@ def test_values_are_documented() -> None:
             undocumented.append(key)
         pending = False
     assert not undocumented, undocumented
+
+
+# --- Kafka users and ACLs ---------------------------------------------------------------
+
+SASL = {
+    "kafka": {
+        "securityProtocol": "SASL_SSL",
+        "saslMechanism": "SCRAM-SHA-512",
+        "acls": {"create": True, "adminSecret": "kafka-admin"},
+    },
+    "secret": {"existingSecret": "coachbus-prod"},
+}
+
+
+def _env(c: dict) -> dict[str, Any]:
+    return {e["name"]: e.get("value", e.get("valueFrom")) for e in c.get("env", [])}
+
+
+def test_every_service_logs_in_as_its_own_kafka_user(chart: Any) -> None:
+    from coachbus.acl import ACCESS, password_variable
+
+    docs = render(chart, SASL)
+    for name in SERVICES:
+        env = _env(container(of_kind(docs, "Deployment")[f"coachbus-{name}"]))
+        assert env["KAFKA_SASL_USERNAME"] == ACCESS[name].principal
+        assert env["KAFKA_SASL_PASSWORD"] == {
+            "secretKeyRef": {
+                "name": "coachbus-prod",
+                "key": password_variable(ACCESS[name].principal),
+            }
+        }
+    (topics,) = of_kind(docs, "Job")["coachbus-topics"]["spec"]["template"]["spec"]["containers"]
+    assert _env(topics)["KAFKA_SASL_USERNAME"] == "coachbus-ops"
+    # Without SASL nothing is added (no password to read).
+    plain = render(chart)
+    assert "env" not in container(of_kind(plain, "Deployment")["coachbus-shadow"]) or (
+        "KAFKA_SASL_USERNAME"
+        not in _env(container(of_kind(plain, "Deployment")["coachbus-shadow"]))
+    )
+
+
+def test_acl_job_ships_the_generated_script(chart: Any) -> None:
+    from coachbus.acl import password_variable, principals, render_script
+    from tests.unit.test_acl import parse_script
+
+    docs = render(chart, SASL)
+    script = of_kind(docs, "ConfigMap")["coachbus-kafka-acls"]["data"]["acls.sh"]
+    assert script == render_script()
+    assert parse_script(script)  # grants parse; their content: tests/unit/test_acl.py
+    job = of_kind(docs, "Job")["coachbus-kafka-acls"]
+    assert job["metadata"]["annotations"]["helm.sh/hook"] == "pre-install,pre-upgrade"
+    (c,) = job["spec"]["template"]["spec"]["containers"]
+    env = _env(c)
+    for principal in principals():
+        var = password_variable(principal)
+        assert env[var] == {"secretKeyRef": {"name": "coachbus-prod", "key": var}}
+    assert not {"coachbus-kafka-acls"} & set(of_kind(render(chart), "Job"))

@@ -167,3 +167,20 @@ readinessProbe:
 - secretRef:
     name: {{ include "coachbus.secretName" . }}
 {{- end }}
+
+{{/* With SASL and kafka.perServiceUsers: the Kafka user of one principal (list $ name),
+its password from the Secret's KAFKA_PASSWORD_<NAME> (see shared/coachbus/acl.py).
+env entries override the envFrom Secret's shared KAFKA_SASL_USERNAME/PASSWORD. */}}
+{{- define "coachbus.kafkaUserEnv" -}}
+{{- $ := index . 0 }}
+{{- $name := index . 1 }}
+{{- if and (hasPrefix "SASL_" $.Values.kafka.securityProtocol) $.Values.kafka.perServiceUsers }}
+- name: KAFKA_SASL_USERNAME
+  value: {{ printf "coachbus-%s" $name | quote }}
+- name: KAFKA_SASL_PASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "coachbus.secretName" $ }}
+      key: {{ printf "KAFKA_PASSWORD_%s" (upper $name) }}
+{{- end }}
+{{- end }}
