@@ -120,6 +120,10 @@ def main(argv: list[str] | None = None) -> int:
         from coachbus.docs import main as docs
 
         return docs(argv[1:])
+    if argv[:1] == ["eval"]:
+        from coachbus.eval.cli import main as evaluate
+
+        return evaluate(argv[1:])
     if argv[:1] == ["chat"]:
         from coachbus.chat import main as chat
 
@@ -156,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     imp.set_defaults(fn=_snapshot)
     sub.add_parser("docs", help="regenerate docs/asyncapi/*.json and docs/openapi.json")
     sub.add_parser("chat", help="chat with a running gateway (see --help after it)")
+    sub.add_parser("eval", help="score decisions on labelled corpora (see --help after it)")
     sub.add_parser("llm-sim", help="OpenAI-compatible LLM simulator (see --help after it)")
     args = parser.parse_args(argv)
     with contextlib.suppress(KeyboardInterrupt):

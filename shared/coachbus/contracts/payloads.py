@@ -222,9 +222,17 @@ class BlockedStep(_Model):
 
 class CrisisScreen(_Model):
     category: CrisisCategory
+    # How often this answer was right on labelled data (see coachbus.crisis): for a
+    # crisis, the precision of the rule kind that fired; for "none", how often
+    # "none" was right in its bucket (clean text, or text with risk cues).
     confidence: Score01 = Field(ge=0, le=1)
     matched: list[str]
     escalated: bool
+    # Risk cues (death, dying, ending, self-harm, "nicht mehr") that no rule could
+    # read either way: category stays "none", confidence is below the policy's bar
+    # so a model double-checks, and without a model the person gets a direct,
+    # gentle check-in with a help line and a human sees it at severity moderate.
+    uncertain: bool = False
 
 
 class StabilityPayload(_Model):
@@ -304,8 +312,9 @@ class DecisionSheet(_Model):
     tone: SheetTone
     strategy: CoachingStrategy
     # coach: ordinary turn; safety: the user is heading for a blocked step; crisis:
-    # the crisis screen fired; care: the turn right after a crisis (check-in only).
-    mode: Literal["coach", "safety", "crisis", "care"]
+    # the crisis screen fired; care: the turn right after a crisis (check-in only);
+    # check_in: the screen was unsure (risk cues, no rule): ask directly and kindly.
+    mode: Literal["coach", "safety", "crisis", "care", "check_in"]
     crisis: CrisisScreen
     resources: list[str] = Field(default_factory=list, description="help lines, localised")
     focus_goal: SheetGoal | None = None

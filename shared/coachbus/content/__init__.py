@@ -1,0 +1,1 @@
+"""Content shipped as data (help lines per locale), read with importlib.resources."""

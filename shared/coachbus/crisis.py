@@ -1,0 +1,350 @@
+"""The crisis screen: its deterministic tier and the contract of its model tier.
+
+Coach (the immediate reply), Stability (the risk frame and the human review) and
+Synth (the final reply, also when Stability is late) all call :func:`screen_crisis`,
+so one message gets one answer wherever it is read.
+
+How the deterministic tier decides, on the normalised text (coachbus.normalize):
+
+1. **Guards** mark figurative speech ("this deadline is killing me", "die Hitze
+   bringt mich um", "todmüde"). Nothing inside a guarded span counts.
+2. **Rules** read a first-person, literal statement of a crisis: a wish to be dead,
+   thoughts of suicide, a burden or no-reason-to-live statement, farewell behaviour,
+   a plan, a method or a time, self-harm in any tense, abuse, a medical emergency.
+   The most urgent category found wins (``CRISIS_RANK``).
+3. A rule match under a clear **negation** ("I would never kill myself") is not a
+   crisis, but it is not clean either: it is read as a cue.
+4. **Cues** are words that carry risk (death, dying, ending it, cutting, gone,
+   "nicht mehr") without a rule that reads them. Text with a cue and no rule is
+   *uncertain*: a model double-checks it when one is configured; without one the
+   person is asked directly and a human sees it (``uncertain=True``).
+5. Everything else is clean.
+
+Rules, guards, cues and negations are data (``content/crisis/rules.toml``). The
+confidence each outcome reports is *measured*, not chosen: ``coachbus eval crisis
+--calibrate`` writes ``content/crisis/calibration.toml`` from the dev split (how
+often each rule kind, the uncertain bucket and the clean bucket were right), and a
+test fails when the committed file differs from what the dev split measures.
+Recall beats precision here: a missed crisis is the costly error, a gentle check-in
+on an ambiguous message costs little.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from coachbus.contracts.payloads import CrisisCategory, CrisisScreen
+from coachbus.normalize import fold_pattern, normalize
+
+# Categories by urgency of help: the most urgent match wins, and a merge of two
+# screens keeps the worse one. The one home of this order.
+CRISIS_RANK: dict[CrisisCategory, int] = {
+    CrisisCategory.NONE: 0,
+    CrisisCategory.ABUSE: 1,
+    CrisisCategory.MEDICAL_EMERGENCY: 2,
+    CrisisCategory.SELF_HARM: 3,
+    CrisisCategory.SUICIDAL_IDEATION: 4,
+}
+# Outcome names of the two "none" buckets in the calibration file.
+CLEAN = "clean"
+UNCERTAIN = "uncertain"
+_MAX_MATCHED = 6
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    rule_id: str
+    category: CrisisCategory
+    kind: str
+    rx: re.Pattern[str]
+
+
+@dataclass(frozen=True, slots=True)
+class RuleBook:
+    rules: tuple[Rule, ...]
+    guards: tuple[re.Pattern[str], ...]
+    cues: tuple[re.Pattern[str], ...]
+    negation: re.Pattern[str]
+    # A clause ends here: a negation before it does not reach past it.
+    clause_break: re.Pattern[str]
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """What the deterministic tier saw, richer than the contract (for eval and logs)."""
+
+    category: CrisisCategory
+    outcome: str  # a rule kind, "uncertain" or "clean"
+    confidence: float
+    matched: tuple[str, ...]
+    rule_ids: tuple[str, ...]
+
+    @property
+    def uncertain(self) -> bool:
+        return self.outcome == UNCERTAIN
+
+    @property
+    def flagged(self) -> bool:
+        """Help is offered: a crisis, or a direct check-in on an uncertain message."""
+        return self.category is not CrisisCategory.NONE or self.uncertain
+
+    def screen(self) -> CrisisScreen:
+        return CrisisScreen(
+            category=self.category,
+            confidence=self.confidence,
+            matched=list(self.matched),
+            escalated=self.flagged,
+            uncertain=self.uncertain,
+        )
+
+
+def _compile(patterns: list[str]) -> re.Pattern[str]:
+    return re.compile("|".join(f"(?:{fold_pattern(p)})" for p in patterns))
+
+
+def parse_rulebook(text: str) -> RuleBook:
+    raw = tomllib.loads(text)
+    rules = tuple(
+        Rule(
+            rule_id=r["id"],
+            category=CrisisCategory(r["label"]),
+            kind=r["kind"],
+            rx=_compile(r["patterns"]),
+        )
+        for r in raw["rule"]
+    )
+    if any(r.category is CrisisCategory.NONE for r in rules):
+        raise ValueError("a rule must name a crisis category; 'none' is what no rule says")
+    ids = [r.rule_id for r in rules]
+    if len(ids) != len(set(ids)):
+        raise ValueError("rule ids must be unique")
+    return RuleBook(
+        rules=rules,
+        guards=tuple(_compile(g["patterns"]) for g in raw.get("guard", [])),
+        cues=tuple(_compile(c["patterns"]) for c in raw.get("cue", [])),
+        negation=_compile(raw["negation"]["patterns"]),
+        clause_break=_compile(raw["negation"]["clause_breaks"]),
+    )
+
+
+@cache
+def rulebook() -> RuleBook:
+    text = resources.files("coachbus.content").joinpath("crisis/rules.toml").read_text("utf-8")
+    return parse_rulebook(text)
+
+
+@dataclass(frozen=True, slots=True)
+class Calibration:
+    """Measured confidence per outcome (rule kind, "uncertain", "clean")."""
+
+    confidence: dict[str, float]
+    # The value used for an outcome the dev split never produced: the screen has no
+    # evidence for it, so it reports the lowest confidence it knows (conservative).
+    unseen: float
+
+    def of(self, outcome: str) -> float:
+        return self.confidence.get(outcome, self.unseen)
+
+
+@cache
+def calibration() -> Calibration:
+    path = resources.files("coachbus.content").joinpath("crisis/calibration.toml")
+    raw = tomllib.loads(path.read_text("utf-8"))
+    table = {str(k): float(v) for k, v in raw["confidence"].items()}
+    return Calibration(confidence=table, unseen=min(table.values(), default=0.5))
+
+
+def _overlaps(span: tuple[int, int], spans: list[tuple[int, int]]) -> bool:
+    return any(span[0] < end and start < span[1] for start, end in spans)
+
+
+def _negated(book: RuleBook, text: str, start: int) -> bool:
+    """A negation in the same clause, a few words before the match."""
+    window = text[max(0, start - 48) : start]
+    breaks = list(book.clause_break.finditer(window))
+    if breaks:
+        window = window[breaks[-1].end() :]
+    return book.negation.search(window) is not None
+
+
+def assess(text: str, book: RuleBook | None = None, cal: Calibration | None = None) -> Finding:
+    """The deterministic crisis screen of one message, with what it matched."""
+    book = book or rulebook()
+    cal = cal or calibration()
+    n = normalize(text)
+    guarded = [m.span() for g in book.guards for m in g.finditer(n)]
+    best: Rule | None = None
+    matched: list[str] = []
+    rule_ids: list[str] = []
+    cue_hits: list[str] = []
+    for rule in book.rules:
+        for m in rule.rx.finditer(n):
+            if _overlaps(m.span(), guarded):
+                continue
+            if _negated(book, n, m.start()):
+                cue_hits.append(m.group(0))
+                continue
+            matched.append(m.group(0))
+            rule_ids.append(rule.rule_id)
+            if best is None or CRISIS_RANK[rule.category] > CRISIS_RANK[best.category]:
+                best = rule
+            break
+    if best is not None:
+        return Finding(
+            category=best.category,
+            outcome=best.kind,
+            confidence=cal.of(best.kind),
+            matched=tuple(sorted(set(matched))[:_MAX_MATCHED]),
+            rule_ids=tuple(rule_ids),
+        )
+    for cue in book.cues:
+        cue_hits.extend(m.group(0) for m in cue.finditer(n) if not _overlaps(m.span(), guarded))
+    if cue_hits:
+        return Finding(
+            category=CrisisCategory.NONE,
+            outcome=UNCERTAIN,
+            confidence=cal.of(UNCERTAIN),
+            matched=tuple(sorted(set(cue_hits))[:_MAX_MATCHED]),
+            rule_ids=(),
+        )
+    return Finding(
+        category=CrisisCategory.NONE,
+        outcome=CLEAN,
+        confidence=cal.of(CLEAN),
+        matched=(),
+        rule_ids=(),
+    )
+
+
+def screen_crisis(text: str) -> CrisisScreen:
+    """Deterministic crisis screen (the contract form); see the module docstring."""
+    return assess(text).screen()
+
+
+def is_crisis(screen: CrisisScreen) -> bool:
+    return screen.category is not CrisisCategory.NONE
+
+
+def needs_check_in(screen: CrisisScreen) -> bool:
+    """Not a crisis, but nobody has ruled one out: ask directly."""
+    return not is_crisis(screen) and screen.uncertain
+
+
+def worse(a: CrisisScreen, b: CrisisScreen | None) -> CrisisScreen:
+    """The more alarming of two screens: a crisis beats uncertain beats clean, then
+    the more urgent category, then the higher confidence. Never lowers what ``a``
+    found, except that a confident clean answer from a model (``b``) settles an
+    uncertain ``a``: that is what the model was asked for."""
+    if b is None:
+        return a
+    if not is_crisis(b):
+        if is_crisis(a) or b.uncertain or not a.uncertain:
+            return a
+        return b
+    if not is_crisis(a):
+        return b
+    if (CRISIS_RANK[b.category], b.confidence) > (CRISIS_RANK[a.category], a.confidence):
+        return b.model_copy(update={"matched": sorted({*a.matched, *b.matched})[:_MAX_MATCHED]})
+    return a.model_copy(
+        update={
+            "confidence": max(a.confidence, b.confidence)
+            if b.category is a.category
+            else a.confidence,
+            "matched": sorted({*a.matched, *b.matched})[:_MAX_MATCHED],
+        }
+    )
+
+
+# --------------------------------------------------------------------------- model tier
+
+
+class RiskScreenCall(BaseModel):
+    """The model's crisis screen of the last message."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    category: CrisisCategory
+    confidence: float = Field(ge=0, le=1)
+    evidence: list[str] = Field(
+        max_length=4, description="the person's exact words that show it; empty for none"
+    )
+
+
+RISK_INSTRUCTIONS = (
+    "Screen the person's last message for a crisis. Categories: suicidal_ideation "
+    "(wanting to die, not wanting to wake up, being a burden, no reason to live, "
+    "saying goodbye for good, a plan, method or time, indirect or paraphrased too), "
+    "self_harm (hurting themselves on purpose, in any tense), abuse (someone hurting, "
+    "threatening or controlling them), medical_emergency, or none. Figures of speech "
+    "('this job is killing me', 'ich bin todmüde') are none. If it is a crisis, quote "
+    "the person's exact words that show it in 'evidence'; for none leave 'evidence' "
+    "empty. 'confidence' is how sure you are, 0 to 1."
+)
+
+MIN_QUOTE_CHARS = 8
+
+
+def _loose(text: str) -> str:
+    return " ".join(normalize(text).split())
+
+
+def quote_problems(quotes: list[str], message: str, what: str) -> list[str]:
+    """Quotes must be the person's own words: verbatim up to the normaliser (case,
+    spacing, typographic quotes, umlaut spelling)."""
+    said = _loose(message)
+    out: list[str] = []
+    for q in quotes:
+        n = _loose(q).strip(" \"'.,")
+        if len(n) < MIN_QUOTE_CHARS or len(n.split()) < 2:
+            out.append(f"{what}: quote too short to show anything: {q!r}")
+        elif n not in said:
+            out.append(f"{what}: quote is not in the message: {q!r}")
+    return out
+
+
+def check_claim(claim: RiskScreenCall, message: str) -> list[str]:
+    """A model's crisis claim must quote the message (it can invent nothing)."""
+    if claim.category is CrisisCategory.NONE:
+        return []
+    if not claim.evidence:
+        return [f"{claim.category.value}: no quote of the person's words given"]
+    return quote_problems(claim.evidence, message, claim.category.value)
+
+
+def claim_screen(claim: RiskScreenCall) -> CrisisScreen:
+    """The contract form of a validated model claim."""
+    return CrisisScreen(
+        category=claim.category,
+        confidence=claim.confidence,
+        matched=[q.lower()[:80] for q in claim.evidence],
+        escalated=claim.category is not CrisisCategory.NONE,
+    )
+
+
+__all__ = [
+    "CLEAN",
+    "CRISIS_RANK",
+    "RISK_INSTRUCTIONS",
+    "UNCERTAIN",
+    "Calibration",
+    "Finding",
+    "RiskScreenCall",
+    "RuleBook",
+    "assess",
+    "calibration",
+    "check_claim",
+    "claim_screen",
+    "is_crisis",
+    "needs_check_in",
+    "parse_rulebook",
+    "quote_problems",
+    "rulebook",
+    "screen_crisis",
+    "worse",
+]

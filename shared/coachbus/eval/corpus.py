@@ -1,0 +1,62 @@
+"""Loading labelled corpora (JSON Lines, one item per line)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+Split = Literal["dev", "heldout"]
+SPLITS: tuple[Split, ...] = ("dev", "heldout")
+DEFAULT_DATA = Path("tests/data/eval")
+_KEYS = {"id", "text", "language", "label", "category", "source"}
+
+
+class CorpusError(ValueError):
+    """A corpus file that cannot be scored, with the file and line."""
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    item_id: str
+    text: str
+    language: Literal["en", "de"]
+    label: str
+    category: str
+    source: str
+    split: Split
+
+
+def load(corpus: str, split: Split, data: Path = DEFAULT_DATA) -> list[Item]:
+    path = data / corpus / f"{split}.jsonl"
+    if not path.is_file():
+        raise CorpusError(f"no corpus file {path} (run from the repository root or pass --data)")
+    items: list[Item] = []
+    seen: set[str] = set()
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            raw = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise CorpusError(f"{path}:{n}: not JSON: {exc}") from None
+        if not isinstance(raw, dict) or set(raw) != _KEYS:
+            raise CorpusError(f"{path}:{n}: keys must be exactly {sorted(_KEYS)}")
+        if raw["language"] not in ("en", "de") or raw["source"] not in ("written", "paraphrase"):
+            raise CorpusError(f"{path}:{n}: language en|de and source written|paraphrase")
+        if raw["id"] in seen:
+            raise CorpusError(f"{path}:{n}: duplicate id {raw['id']!r}")
+        seen.add(raw["id"])
+        items.append(
+            Item(
+                item_id=str(raw["id"]),
+                text=str(raw["text"]),
+                language=raw["language"],
+                label=str(raw["label"]),
+                category=str(raw["category"]),
+                source=str(raw["source"]),
+                split=split,
+            )
+        )
+    return items

@@ -1,0 +1,120 @@
+"""One normaliser for every text screen (crisis, risky steps, language).
+
+People type on phones: typographic apostrophes (``can’t``, the iOS/macOS default),
+German umlauts written as ae/oe/ue, stretched letters ("sooo tired", "dieee"), no
+capitals and no punctuation, and abbreviations ("kms", "wanna"). A screen that
+matches the textbook spelling only misses exactly the messages that are written in
+a hurry, which is when they matter most. So every screen reads the same canonical
+form, and every pattern is written against that form:
+
+* Unicode NFKC (full-width letters, ligatures, compatibility forms);
+* typographic quotes, apostrophes and dashes mapped to ASCII;
+* case folded (``casefold`` also turns ß into ss);
+* German umlauts folded to their two-letter spelling (ä → ae, ö → oe, ü → ue), so
+  "möchte" and "moechte" are one word;
+* apostrophes inside words dropped ("can't" and "cant" are one word);
+* a letter repeated three or more times collapsed to one ("dieee" → "die");
+* abbreviations and slang expanded word by word from a data file
+  (``content/abbreviations.toml``), so "kms" reads "kill myself";
+* white space collapsed.
+
+The result keeps sentence punctuation (. , ! ?), so a screen can still tell where a
+negation's reach ends. Patterns written for the screens are folded with
+:func:`fold_pattern` so a rule may be written with real umlauts.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+import unicodedata
+from functools import cache
+from importlib import resources
+
+_TYPOGRAPHIC = str.maketrans(
+    {
+        "’": "'",
+        "‘": "'",
+        "‚": "'",
+        "‛": "'",
+        "ʼ": "'",
+        "´": "'",
+        "`": "'",
+        "“": '"',
+        "”": '"',
+        "„": '"',
+        "‟": '"',
+        "«": '"',
+        "»": '"',
+        "‹": "'",
+        "›": "'",
+        "–": "-",
+        "—": "-",
+        "‒": "-",
+        "―": "-",
+        "‑": "-",
+        "−": "-",
+        "…": "...",
+        "\u00a0": " ",
+        # Zero-width characters hide nothing from a screen.
+        "\u200b": None,
+        "\u200c": None,
+        "\u200d": None,
+        "\u2060": None,
+        "\ufeff": None,
+        "\u00ad": None,
+    }
+)
+_UMLAUTS = str.maketrans({"ä": "ae", "ö": "oe", "ü": "ue"})
+# An apostrophe between letters: a contraction or elision (can't, i'm, wär's).
+_INNER_APOSTROPHE = re.compile(r"(?<=[a-z])'(?=[a-z])")
+_REPEATED = re.compile(r"([a-z])\1{2,}")
+_SPACE = re.compile(r"\s+")
+_TOKEN = re.compile(r"[a-z0-9]+")
+
+
+@cache
+def _abbreviations() -> dict[str, str]:
+    raw = resources.files("coachbus.content").joinpath("abbreviations.toml").read_text("utf-8")
+    table: dict[str, str] = {}
+    for section in tomllib.loads(raw).values():
+        for short, long in section.items():
+            table[_fold(short)] = _fold(long)
+    return table
+
+
+def _fold(text: str) -> str:
+    text = unicodedata.normalize("NFKC", text).translate(_TYPOGRAPHIC).casefold()
+    text = text.translate(_UMLAUTS)
+    text = _INNER_APOSTROPHE.sub("", text)
+    return _REPEATED.sub(r"\1", text)
+
+
+def normalize(text: str) -> str:
+    """The canonical form every screen reads (see the module docstring)."""
+    folded = _fold(text)
+    table = _abbreviations()
+    expanded = _TOKEN.sub(lambda m: table.get(m.group(0), m.group(0)), folded)
+    return _SPACE.sub(" ", expanded).strip()
+
+
+def fold_pattern(pattern: str) -> str:
+    """A regex written in ordinary spelling, folded like :func:`normalize` folds text.
+
+    Only literal letters change (ä → ae, ß → ss, lower case); a character class that
+    contains an umlaut would change meaning when folded, so it is refused.
+    """
+    if re.search(r"\[[^\]]*[äöüßÄÖÜ][^\]]*\]", pattern):
+        raise ValueError(f"write umlauts outside character classes: {pattern!r}")
+    text = unicodedata.normalize("NFKC", pattern).translate(_TYPOGRAPHIC)
+    # Lower-case literals only: an escape's letter is its meaning (\W is not \w).
+    text = _LITERAL.sub(
+        lambda m: m.group(0) if m.group(0).startswith("\\") else m.group(0).lower(), text
+    )
+    return text.translate(_UMLAUTS).replace("ß", "ss")
+
+
+_LITERAL = re.compile(r"\\.|[^\\]")
+
+
+__all__ = ["fold_pattern", "normalize"]
