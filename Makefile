@@ -65,6 +65,11 @@ soak: $(STAMP) ## N simulated users for M minutes (USERS=, MINUTES=): latency, l
 audit: $(STAMP) ## pip-audit of the installed dependencies (needs an advisory database online)
 	$(BIN)/pip-audit --strict --skip-editable --progress-spinner off
 
+.PHONY: acls
+acls: $(STAMP) ## regenerate the Kafka users/ACL script (compose and Helm) from shared/coachbus/acl.py
+	$(PY) -m coachbus.acl render > deploy/kafka/acls.sh
+	cp deploy/kafka/acls.sh charts/coachbus/files/kafka-acls.sh
+
 .PHONY: docs
 docs: $(STAMP) ## regenerate the AsyncAPI and OpenAPI documents under docs/
 	$(BIN)/coachbus docs
