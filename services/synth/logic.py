@@ -53,9 +53,9 @@ from coachbus.contracts.payloads import (
 )
 from coachbus.safety import (
     CATALOGUE,
-    REQUIRED_NUMBERS,
     crisis_reply,
     is_crisis,
+    required_numbers,
     resource_reminder,
     resources,
     screen_crisis,
@@ -579,8 +579,7 @@ def validate(text: str, sheet: DecisionSheet) -> list[str]:
     if sheet.mode == "care" and not any(r in text for r in sheet.resources):
         problems.append("check-in after a crisis lacks the help-line reminder")
     if sheet.mode == "crisis":
-        key = (sheet.crisis.category, sheet.language)
-        for number in REQUIRED_NUMBERS.get(key, ()):
+        for number in required_numbers(sheet.crisis.category, sheet.language):
             if number not in text:
                 problems.append(f"crisis reply lacks help line {number}")
     return problems

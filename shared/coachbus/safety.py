@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from coachbus import helplines
 from coachbus.contracts.payloads import BlockedStep, CrisisCategory, CrisisScreen, Risk
 from coachbus.text import Language, Phrase, Register
 
@@ -132,57 +133,23 @@ def is_crisis(screen: CrisisScreen) -> bool:
 
 # --------------------------------------------------------------------------- resources
 
-_EMERGENCY = Phrase(
-    "If you are in immediate danger, call 112 (Europe) or 911 (US and Canada) now.",
-    "Wenn du gerade in akuter Gefahr bist, ruf jetzt den Notruf 112 an.",
-    "Wenn Sie gerade in akuter Gefahr sind, rufen Sie jetzt den Notruf 112 an.",
-)
-_LIFELINE = Phrase(
-    "In the US you can call or text 988 (Suicide & Crisis Lifeline); in the UK and Ireland, "
-    "Samaritans answer on 116 123, day and night.",
-    "Die Telefonseelsorge ist rund um die Uhr kostenlos und anonym erreichbar: "
-    "0800 111 0 111 oder 0800 111 0 222.",
-    "Die Telefonseelsorge ist rund um die Uhr kostenlos und anonym erreichbar: "
-    "0800 111 0 111 oder 0800 111 0 222.",
-)
-_ABUSE_LINES = Phrase(
-    "In the US the National Domestic Violence Hotline is 1-800-799-7233; in the UK the "
-    "National Domestic Abuse Helpline is 0808 2000 247 — both free, day and night.",
-    "Das Hilfetelefon „Gewalt gegen Frauen“ erreichst du rund um die Uhr unter 116 016, "
-    "das Hilfetelefon „Gewalt an Männern“ unter 0800 123 99 00.",
-    "Das Hilfetelefon „Gewalt gegen Frauen“ erreichen Sie rund um die Uhr unter 116 016, "
-    "das Hilfetelefon „Gewalt an Männern“ unter 0800 123 99 00.",
-)
-_MEDICAL_LINE = Phrase(
-    "Please call 112 (Europe) or 911 (US and Canada) right now, or ask someone near you to call.",
-    "Bitte ruf jetzt sofort den Notruf 112 an oder bitte jemanden in deiner Nähe darum.",
-    "Bitte rufen Sie jetzt sofort den Notruf 112 an oder bitten Sie jemanden in Ihrer Nähe darum.",
-)
-
-# The numbers a crisis reply must contain, per category and language (validators).
-REQUIRED_NUMBERS: dict[tuple[CrisisCategory, Language], tuple[str, ...]] = {
-    (CrisisCategory.SUICIDAL_IDEATION, "en"): ("112", "988"),
-    (CrisisCategory.SUICIDAL_IDEATION, "de"): ("112", "0800 111 0 111"),
-    (CrisisCategory.SELF_HARM, "en"): ("112", "988"),
-    (CrisisCategory.SELF_HARM, "de"): ("112", "0800 111 0 111"),
-    (CrisisCategory.ABUSE, "en"): ("112", "1-800-799-7233"),
-    (CrisisCategory.ABUSE, "de"): ("112", "116 016"),
-    (CrisisCategory.MEDICAL_EMERGENCY, "en"): ("112", "911"),
-    (CrisisCategory.MEDICAL_EMERGENCY, "de"): ("112",),
-}
+# The help lines are data, per locale (coachbus/content/helplines.toml, or the
+# operator's COACHBUS_HELPLINES_FILE); ``locale=None`` means COACHBUS_LOCALE, else
+# the default of the user's language (see coachbus.helplines).
 
 
-def resources(category: CrisisCategory, language: Language, register: Register) -> list[str]:
+def resources(
+    category: CrisisCategory, language: Language, register: Register, locale: str | None = None
+) -> list[str]:
     """Help lines for a crisis category, as sentences in the user's language."""
-    if category is CrisisCategory.NONE:
-        return []
-    if category is CrisisCategory.MEDICAL_EMERGENCY:
-        return [_MEDICAL_LINE.get(language, register)]
-    out = [_EMERGENCY.get(language, register)]
-    if category is CrisisCategory.ABUSE:
-        out.append(_ABUSE_LINES.get(language, register))
-    out.append(_LIFELINE.get(language, register))
-    return out
+    return helplines.lines(category, language, register, locale)
+
+
+def required_numbers(
+    category: CrisisCategory, language: Language, locale: str | None = None
+) -> tuple[str, ...]:
+    """The numbers a crisis reply must contain (what validators check)."""
+    return helplines.required_numbers(category, language, locale)
 
 
 _CRISIS_OPEN: dict[CrisisCategory, Phrase] = {
@@ -251,27 +218,19 @@ _CRISIS_CLOSE: dict[CrisisCategory, Phrase] = {
 }
 
 
-_REMINDER = Phrase(
-    "If it gets heavy again, you can call or text 988 (US), call Samaritans on 116 123 "
-    "(UK and Ireland), or 112 in an emergency — day and night.",
-    "Wenn es wieder schwer wird: Die Telefonseelsorge ist rund um die Uhr unter "
-    "0800 111 0 111 oder 0800 111 0 222 erreichbar, im Notfall der 112.",
-    "Wenn es wieder schwer wird: Die Telefonseelsorge ist rund um die Uhr unter "
-    "0800 111 0 111 oder 0800 111 0 222 erreichbar, im Notfall der 112.",
-)
-
-
-def resource_reminder(language: Language, register: Register) -> str:
+def resource_reminder(language: Language, register: Register, locale: str | None = None) -> str:
     """One sentence keeping help lines in view on the turn after a crisis."""
-    return _REMINDER.get(language, register)
+    return helplines.reminder(language, register, locale)
 
 
-def crisis_reply(category: CrisisCategory, language: Language, register: Register) -> str:
+def crisis_reply(
+    category: CrisisCategory, language: Language, register: Register, locale: str | None = None
+) -> str:
     """The safe reply for a crisis: acknowledgement, help lines, one safety question."""
     if category is CrisisCategory.NONE:
         raise ValueError("crisis_reply needs a crisis category")
     parts = [_CRISIS_OPEN[category].get(language, register)]
-    parts.extend(resources(category, language, register))
+    parts.extend(resources(category, language, register, locale))
     parts.append(_CRISIS_CLOSE[category].get(language, register))
     return " ".join(parts)
 

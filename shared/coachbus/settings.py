@@ -156,6 +156,10 @@ class CoachbusSettings(BaseSettings):
     dlq_retention_ms: int = Field(default=3 * 86_400_000, ge=3_600_000)
     compaction_lag_ms: int = Field(default=86_400_000, ge=60_000)
     tombstone_retention_ms: int = Field(default=86_400_000, ge=60_000)
+    # Whose help lines crisis replies and the web chat show: a locale of the help-lines
+    # file (coachbus/content/helplines.toml, or COACHBUS_HELPLINES_FILE), e.g. de-AT.
+    # Unset: the default of each user's language (see coachbus.helplines).
+    locale: str | None = Field(default=None, validate_default=True)
 
     llm_base_url: str | None = None
     llm_api_key: SecretStr = SecretStr("")
@@ -198,6 +202,16 @@ class CoachbusSettings(BaseSettings):
         if isinstance(value, list) and not set(value) <= known:
             raise ValueError(f"unknown agents {sorted(set(value) - known)}; known: {sorted(known)}")
         return value
+
+    @field_validator("locale")
+    @classmethod
+    def _known_locale(cls, value: str | None) -> str | None:
+        # Loading the help lines here (also with no locale set) checks the file at
+        # start-up: a typo in an operator's copy stops the service now, not in a crisis.
+        from coachbus.helplines import table
+
+        lines = table()
+        return lines.canonical(value) if value else None
 
     @model_validator(mode="after")
     def _refuse_placeholders(self) -> CoachbusSettings:

@@ -1,1 +1,2 @@
-"""Content shipped as data (help lines per locale), read with importlib.resources."""
+"""Content shipped as data (crisis rules, help lines per locale, abbreviations), read
+with importlib.resources; operators may point settings at their own copies."""
