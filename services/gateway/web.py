@@ -2,7 +2,8 @@
 
 The page is plain HTML, CSS and ES modules shipped in ``static/`` and served from
 here, so the gateway needs nothing but Python to offer it. Everything it shows comes
-from the public API; the only endpoint added here is ``GET /v1/me/beliefs``.
+from the public API; the endpoints added here are ``GET /v1/me/beliefs`` and the
+public ``GET /v1/help-lines``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ from typing import Any
 from fastapi import APIRouter, Header
 from fastapi.responses import FileResponse, JSONResponse, Response
 
+from coachbus import helplines
 from coachbus.contracts import AgentResult
+from coachbus.text import Language
 from services.gateway.auth import KeyRing
 from services.gateway.turns import TurnStore, TurnView
 
@@ -136,5 +139,17 @@ def create_web_router(store: TurnStore, keys: KeyRing) -> APIRouter:
             "persona": _belief(_latest(views, "persona")),
         }
         return JSONResponse(body, headers={"Cache-Control": "no-store"})
+
+    @router.get("/v1/help-lines")
+    async def help_lines(language: Language = "en") -> Response:
+        """Help lines for someone in crisis, with the web chat's labels, in ``language``.
+
+        Public on purpose (no key): a person in crisis must see them before signing in
+        and when their key fails. They are the lines crisis replies carry, from the same
+        file: the locale ``COACHBUS_LOCALE`` names, else the language's default.
+        """
+        body = helplines.table().as_json(language)
+        # no-cache: an operator's corrected number shows on the next visit after a restart.
+        return JSONResponse(body, headers={"Cache-Control": "no-cache"})
 
     return router

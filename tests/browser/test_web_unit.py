@@ -291,3 +291,27 @@ async def test_beliefs_are_gone_after_erasure(client: TestClient, store: TurnSto
     assert client.get("/v1/me/beliefs", headers=ALICE).json()["shadow"] is not None
     store.drop_user("alice")
     assert client.get("/v1/me/beliefs", headers=ALICE).json()["shadow"] is None
+
+
+# ------------------------------------------------------------------ help lines
+
+
+def test_the_page_always_offers_help_even_before_any_script_runs() -> None:
+    page = (STATIC_DIR / "index.html").read_text()
+    help_panel = page[page.index('<details id="help"') : page.index("</details>")]
+    assert "Need help now?" in help_panel
+    # The fallback line, for when the help lines cannot be fetched.
+    assert "112" in help_panel and "911" in help_panel
+
+
+def test_the_page_asks_for_help_lines_without_the_key() -> None:
+    script = (STATIC_DIR / "app.js").read_text()
+    # A plain fetch, not api(): that one sends the key and signs out on a 401.
+    assert "fetch(`/v1/help-lines?language=${lang}`)" in script
+    assert 'api("/v1/help-lines' not in script and "api(`/v1/help-lines" not in script
+
+
+def test_help_lines_are_served_without_a_key(client: TestClient) -> None:
+    body = client.get("/v1/help-lines", params={"language": "de"}).json()
+    assert body["language"] == "de"
+    assert [g["kind"] for g in body["groups"]] == ["emergency", "lifeline", "abuse", "medical"]

@@ -22,6 +22,7 @@ const state = {
   session: sessionStorage.getItem(SESSION_STORE) || newSessionId(),
   turns: new Map(),
   latest: null, // the turn the timeline shows
+  helpLanguage: null, // the language the help panel shows
 };
 
 // ------------------------------------------------------------------ helpers
@@ -188,6 +189,7 @@ function renderCoach(turn, reply) {
   turn.coachEl = bubble("coach", "First thoughts", reply.text);
   insertBeforePending(turn, turn.coachEl);
   pendingLine(turn, "The agents are weighing in…");
+  onReply(turn.coachEl, reply);
 }
 
 function renderFinal(turn, reply) {
@@ -211,6 +213,7 @@ function renderFinal(turn, reply) {
   turn.finalEl = item;
   $("messages").append(item);
   scrollChat();
+  onReply(item, reply);
 }
 
 function renderHuman(turn, reply) {
@@ -219,6 +222,7 @@ function renderHuman(turn, reply) {
   const item = bubble("human", "A human coach", reply.text);
   $("messages").append(item);
   scrollChat();
+  onReply(item, reply);
 }
 
 // ------------------------------------------------------------------ a turn
@@ -346,6 +350,7 @@ function checkEscalation(turn, triesLeft) {
     return;
   }
   const crisis = turn.agents.stability?.payload?.crisis;
+  if (crisis && crisis.category !== "none") offerHelp(turn.finalEl, turn.final, { always: true });
   if (crisis?.escalated && !turn.watching) {
     turn.watching = true;
     turn.finalEl.append(
@@ -364,6 +369,107 @@ function watchForHuman(turn) {
     setTimeout(tick, HUMAN_POLL_MS);
   };
   setTimeout(tick, HUMAN_POLL_MS);
+}
+
+// ------------------------------------------------------------------ help lines
+
+// The lines come from GET /v1/help-lines, built from the same file as the crisis
+// replies. The request is public and made without the key (not through api()): a
+// person in crisis must see the lines before signing in and when their key fails.
+const helpTables = new Map(); // language → promise of its table
+
+function helpTable(language) {
+  const lang = language === "de" ? "de" : "en";
+  if (!helpTables.has(lang)) {
+    const loading = fetch(`/v1/help-lines?language=${lang}`).then((response) => {
+      if (!response.ok) throw new Error(`help lines: ${response.status}`);
+      return response.json();
+    });
+    loading.catch(() => helpTables.delete(lang)); // ask again next time
+    helpTables.set(lang, loading);
+  }
+  return helpTables.get(lang);
+}
+
+const dial = (number) => `tel:${number.replace(/[^0-9+]/g, "")}`;
+
+/** The table's groups as a list; a line whose numbers were all shown above is left out
+ *  (the medical line usually repeats the emergency numbers). */
+function helpGroups(table) {
+  const list = el("ul", { cls: "help-groups" });
+  const shown = new Set();
+  for (const group of table.groups) {
+    const lines = group.lines.filter((line) => !line.numbers.every((n) => shown.has(n)));
+    if (!lines.length) continue;
+    const entries = el("ul", { cls: "help-lines" });
+    for (const line of lines) {
+      const entry = el("li", { cls: "help-line" });
+      if (line.name) entry.append(el("span", { cls: "help-name", text: line.name }), " ");
+      line.numbers.forEach((number, i) => {
+        shown.add(number);
+        if (i) entry.append(" / ");
+        entry.append(el("a", { cls: "help-number", text: number, attrs: { href: dial(number) } }));
+      });
+      if (line.details) entry.append(" ", el("span", { cls: "help-details", text: `(${line.details})` }));
+      entries.append(entry);
+    }
+    list.append(el("li", { cls: "help-group", attrs: { "data-kind": group.kind } },
+      el("span", { cls: "help-label", text: group.label }), entries));
+  }
+  return list;
+}
+
+function showHelpIn(language) {
+  if (state.helpLanguage === language) return;
+  state.helpLanguage = language;
+  helpTable(language)
+    .then((table) => {
+      if (state.helpLanguage !== table.language) return; // the chat moved on meanwhile
+      $("help").lang = table.language;
+      $("help-title").textContent = table.title;
+      $("help-region").textContent = table.region;
+      $("help-body").replaceChildren(el("p", { cls: "help-intro", text: table.intro }), helpGroups(table));
+    })
+    .catch(() => {}); // the page's own emergency line stays
+}
+
+/** Whether `text` carries one of the table's numbers (not inside a longer number). */
+function mentionsHelpLine(text, table) {
+  return table.groups.some((group) => group.lines.some((line) => line.numbers.some((number) => {
+    const digits = number.replace(/\+/g, "\\+");
+    return new RegExp(`(^|[^0-9])${digits}(?![0-9])`).test(text);
+  })));
+}
+
+// A reply gets the lines beside it when it is a crisis reply. The page's data has no
+// flag for that: a reply carries kind, text and language, and Stability's screen (the
+// one crisis signal the page sees) comes after the Coach's reply, or never when
+// Stability is late. But a crisis reply always carries the deployment's help lines
+// (Coach and Synth build it from the same file, and Synth's validator refuses one
+// without them), so a reply that contains one of those numbers counts, from its first
+// moment on the page. A false match (a "112" in ordinary coaching) costs one extra help
+// box; a missed crisis could cost far more. Stability's screen, once in, adds the box
+// to the final reply too (checkEscalation).
+async function offerHelp(item, reply, { always = false } = {}) {
+  if (!item || !reply || item.querySelector(".crisis-help")) return;
+  let table;
+  try {
+    table = await helpTable(reply.language);
+  } catch {
+    return; // the panel at the top keeps its own emergency line
+  }
+  if (!always && !mentionsHelpLine(reply.text || "", table)) return;
+  if (item.querySelector(".crisis-help")) return; // added while this one waited
+  item.append(el("aside", { cls: "crisis-help", attrs: { "aria-label": table.title, lang: table.language } },
+    el("p", { cls: "crisis-help-title", text: table.title }),
+    el("p", { cls: "help-intro", text: table.intro }),
+    helpGroups(table)));
+  scrollChat();
+}
+
+function onReply(item, reply) {
+  if (reply.language) showHelpIn(reply.language);
+  offerHelp(item, reply);
 }
 
 // ------------------------------------------------------------------ timeline
@@ -622,6 +728,7 @@ async function eraseMyData() {
 
 function wire() {
   setSession(SESSION_RE.test(state.session) ? state.session : newSessionId());
+  showHelpIn((navigator.language || "en").toLowerCase().startsWith("de") ? "de" : "en");
 
   $("key-form").addEventListener("submit", async (e) => {
     e.preventDefault();
