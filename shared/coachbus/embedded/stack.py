@@ -111,8 +111,13 @@ class EraseWatch:
                 await self._task
             self._task = None
         if self._consumer is not None:
-            await self._consumer.stop()
+            # With the broker gone (a crash), aiokafka's stop ends in its own fetch
+            # task's CancelledError: run it apart so that is not taken for ours.
+            stopping = asyncio.ensure_future(self._consumer.stop())
             self._consumer = None
+            await asyncio.wait([stopping])
+            if not stopping.cancelled() and stopping.exception() is not None:
+                log.info("erase watch: consumer stopped uncleanly: %s", stopping.exception())
 
 
 @dataclass
