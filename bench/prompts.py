@@ -63,9 +63,10 @@ def agent_instructions() -> dict[str, Instructions]:
     except (ImportError, AttributeError):
         pass
     try:
+        from coachbus.crisis import RISK_INSTRUCTIONS
         from services.stability import prompts as stability_prompts
 
-        found["stability.risk"] = lambda _msg: stability_prompts.RISK_INSTRUCTIONS
+        found["stability.risk"] = lambda _msg: RISK_INSTRUCTIONS
         found["stability.steps"] = lambda _msg: stability_prompts.steps_instructions([])
     except (ImportError, AttributeError):
         pass

@@ -18,11 +18,11 @@ from __future__ import annotations
 from coachbus.contracts.events import UserMessage
 from coachbus.contracts.payloads import CoachPayload, PatternClass
 from coachbus.contracts.state import Blackboard, SafetyState
+from coachbus.crisis import is_crisis, needs_check_in, screen_crisis
 from coachbus.safety import (
     CATALOGUE,
+    check_in_reply,
     crisis_reply,
-    is_crisis,
-    screen_crisis,
     screen_steps,
 )
 from coachbus.text import (
@@ -114,6 +114,18 @@ def quick_reply(
     if is_crisis(screen):
         return CoachPayload(
             text=crisis_reply(screen.category, lang, reg),
+            language=lang,
+            crisis_mode=True,
+            grounded_on=["crisis_screen"],
+            confidence=screen.confidence,
+        )
+
+    # 2. Risk cues no rule could read: ask directly, at once. Coach cannot wait for
+    # Stability's model to settle it, and a calm direct question costs little if the
+    # model later finds nothing; a missed crisis costs a life (the protective choice).
+    if needs_check_in(screen):
+        return CoachPayload(
+            text=check_in_reply(lang, reg),
             language=lang,
             crisis_mode=True,
             grounded_on=["crisis_screen"],

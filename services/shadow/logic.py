@@ -35,7 +35,7 @@ from coachbus.contracts.state import (
     PatternRecord,
     TopicRecord,
 )
-from coachbus.safety import is_crisis, screen_crisis
+from coachbus.crisis import is_crisis, screen_crisis
 from coachbus.text import (
     WORRY_RX,
     Language,

@@ -10,11 +10,10 @@ from pydantic import BaseModel
 
 from coachbus.bus.service import AgentRuntime
 from coachbus.contracts import StabilityResult, Tier, Usage, UserMessage
-from coachbus.contracts.payloads import CrisisScreen
 from coachbus.contracts.state import Blackboard, SafetyState
+from coachbus.crisis import RISK_INSTRUCTIONS, RiskScreenCall, claim_screen, is_crisis, worse
 from coachbus.llm import DecisionContext, LLMTier, Message
 from coachbus.memory import MemoryRecord, context_for
-from coachbus.safety import is_crisis
 from coachbus.topics import Topic
 from services.stability import logic, prompts
 from services.stability.prompts import RiskDecision, StepsDecision
@@ -49,14 +48,10 @@ async def handle(message: UserMessage) -> StabilityResult:
         return messages
 
     def to_risk(parsed: BaseModel) -> RiskDecision:
-        assert isinstance(parsed, prompts.RiskScreenCall)
-        claimed = CrisisScreen(
-            category=parsed.category,
-            confidence=parsed.confidence,
-            matched=[q.lower()[:80] for q in parsed.evidence],
-            escalated=parsed.category.value != "none",
-        )
-        return RiskDecision(logic.worse(det.crisis, claimed), parsed)
+        assert isinstance(parsed, RiskScreenCall)
+        # A model's crisis adds to the rules' screen; its "none" settles an uncertain
+        # screen (that is what it was asked), never a crisis the rules found.
+        return RiskDecision(worse(det.crisis, claim_screen(parsed)), parsed)
 
     # 1. Crisis screen. A crisis (found by either tier) goes to a human through the
     # router's severity rule; the turn continues at once with the screen as found.
@@ -64,8 +59,8 @@ async def handle(message: UserMessage) -> StabilityResult:
         kind="risk_screen",
         agent="stability",
         deterministic=lambda: (RiskDecision(det.crisis), logic.risk_confidence(det)),
-        build_messages=build(prompts.RISK_INSTRUCTIONS),
-        response_model=prompts.RiskScreenCall,
+        build_messages=build(RISK_INSTRUCTIONS),
+        response_model=RiskScreenCall,
         budget=message.budget,
         validate=lambda d: prompts.check_risk(d, message.text),
         convert=to_risk,
@@ -75,7 +70,7 @@ async def handle(message: UserMessage) -> StabilityResult:
     # Under review the router hands back a "safe" value; for a screen the safe value
     # is the alarming one that triggered the review, never the calmer regex answer.
     decided = risk.escalated_value if risk.human_pending and risk.escalated_value else risk.value
-    screen = logic.worse(det.crisis, decided.screen)
+    screen = worse(det.crisis, decided.screen)
 
     # 2. Blocked steps: a crisis suspends coaching, so no model is asked then.
     def to_steps(parsed: BaseModel) -> StepsDecision:

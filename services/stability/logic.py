@@ -32,14 +32,13 @@ from coachbus.contracts.state import (
     CrisisEvent,
     SafetyState,
 )
+from coachbus.crisis import is_crisis, needs_check_in, screen_crisis, worse
 from coachbus.safety import (
     CATALOGUE,
     CONDITION_TTL,
     StepHit,
     crisis_risk,
     detect_conditions,
-    is_crisis,
-    screen_crisis,
     screen_steps,
 )
 from coachbus.text import detect_language, detect_register
@@ -50,20 +49,12 @@ BLOCK_TTL = 20
 CARRIED_CONFIDENCE = 0.7
 # Priority (S x D x R) from which a risk alone makes the turn "high".
 HIGH_PRIORITY = 60
-# Router confidences (policy bars: risk_screen 0.85, blocked_steps 0.8).
-CLEAN_SCREEN_CONFIDENCE = 0.8
+# Router confidences (policy bar: blocked_steps 0.8). The crisis screen reports its
+# own measured confidence (coachbus.crisis).
 NO_STEPS_CONFIDENCE = 0.85
 NO_STEPS_CONDITIONS_CONFIDENCE = 0.7
 # Confidence of a blocked step only an LLM tier found (its evidence was checked).
 MODEL_STEP_CONFIDENCE = 0.7
-# Crisis categories by urgency of help: the worse screen wins a merge.
-_CRISIS_RANK = {
-    CrisisCategory.NONE: 0,
-    CrisisCategory.ABUSE: 1,
-    CrisisCategory.MEDICAL_EMERGENCY: 2,
-    CrisisCategory.SELF_HARM: 3,
-    CrisisCategory.SUICIDAL_IDEATION: 4,
-}
 # Patterns on the board that make a risky plan likelier to be carried out in full.
 _AMPLIFIERS = (PatternClass.ALL_OR_NOTHING, PatternClass.OVERCOMMITMENT)
 
@@ -145,31 +136,11 @@ def assess(
     return s, _payload(s, crisis, hits, board)
 
 
-def worse(a: CrisisScreen, b: CrisisScreen | None) -> CrisisScreen:
-    """The more alarming of two screens: a crisis beats none, then the more urgent
-    category, then the higher confidence. Never lowers what ``a`` found."""
-    if b is None or not is_crisis(b):
-        return a
-    if not is_crisis(a):
-        return b
-    if (_CRISIS_RANK[b.category], b.confidence) > (_CRISIS_RANK[a.category], a.confidence):
-        return b.model_copy(update={"matched": sorted({*a.matched, *b.matched})[:6]})
-    return a.model_copy(
-        update={
-            "confidence": max(a.confidence, b.confidence)
-            if b.category is a.category
-            else a.confidence,
-            "matched": sorted({*a.matched, *b.matched})[:6],
-        }
-    )
-
-
 def risk_confidence(payload: StabilityPayload) -> float:
-    """Confidence of the crisis screen alone (the ``risk_screen`` decision).
-
-    A clean regex screen can still miss a paraphrase ("I don't see the point of
-    waking up"), so it stays below the policy's bar and a model is asked."""
-    return payload.crisis.confidence if is_crisis(payload.crisis) else CLEAN_SCREEN_CONFIDENCE
+    """Confidence of the crisis screen alone (the ``risk_screen`` decision): how often
+    the screen's answer was right on labelled data. An uncertain screen (risk cues,
+    no rule) reports a low one, so a model is asked whenever one is configured."""
+    return payload.crisis.confidence
 
 
 def steps_confidence(state: SafetyState, msg: UserMessage) -> float:
@@ -230,18 +201,21 @@ def _payload(
     top = max((r.priority for r in risks), default=0)
     if is_crisis(crisis):
         overall = "critical" if crisis.confidence >= 0.5 else "high"
+    elif needs_check_in(crisis):
+        # Nobody has ruled a crisis out yet: never report this turn as low risk.
+        overall = "moderate"
     elif top >= HIGH_PRIORITY and now:
         overall = "high"
     elif risks:
         overall = "moderate"
 
-    if is_crisis(crisis):
+    if is_crisis(crisis) or needs_check_in(crisis):
         confidence = crisis.confidence
     elif now:
         confidence = max(h.confidence for h in hits)
     else:
-        # A clean regex screen can still miss a paraphrase; the router may ask a model.
-        confidence = 0.8
+        # Clean: as sure as the crisis screen's clean bucket and the step screen.
+        confidence = min(crisis.confidence, NO_STEPS_CONFIDENCE)
     # The turn right after a crisis (its event was recorded on the previous turn).
     last = s.crisis_history[-1] if s.crisis_history else None
     post_crisis = not is_crisis(crisis) and last is not None and last.turn == s.turn_count - 1

@@ -12,25 +12,19 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
-from coachbus.contracts.payloads import CrisisCategory, CrisisScreen
+from coachbus.contracts.payloads import CrisisScreen
+from coachbus.crisis import (
+    RiskScreenCall,
+    check_claim,
+    is_crisis,
+    needs_check_in,
+    quote_problems,
+)
 from coachbus.llm import Message, PromptBuilder, PromptContext, Severity
-from coachbus.safety import CATALOGUE, is_crisis
+from coachbus.safety import CATALOGUE
 
 AGENT = "stability"
-MIN_QUOTE_CHARS = 8
 _STEP_IDS: list[JsonValue] = list(sorted(CATALOGUE))
-
-
-class RiskScreenCall(BaseModel):
-    """The model's crisis screen of the last message."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    category: CrisisCategory
-    confidence: float = Field(ge=0, le=1)
-    evidence: list[str] = Field(
-        max_length=4, description="the person's exact words that show it; empty for none"
-    )
 
 
 class StepClaim(BaseModel):
@@ -62,30 +56,8 @@ class StepsDecision:
     claims: list[StepClaim] = field(default_factory=list)
 
 
-def normalise(text: str) -> str:
-    return " ".join(text.split()).lower()
-
-
-def quote_problems(quotes: list[str], message: str, what: str) -> list[str]:
-    """Quotes must be the person's own words: verbatim (case and spacing aside)."""
-    said = normalise(message)
-    out: list[str] = []
-    for q in quotes:
-        n = normalise(q).strip(" \"'„“”.,")
-        if len(n) < MIN_QUOTE_CHARS or len(n.split()) < 2:
-            out.append(f"{what}: quote too short to show anything: {q!r}")
-        elif n not in said:
-            out.append(f"{what}: quote is not in the message: {q!r}")
-    return out
-
-
 def check_risk(decision: RiskDecision, message: str) -> list[str]:
-    claim = decision.claim
-    if claim is None or claim.category is CrisisCategory.NONE:
-        return []
-    if not claim.evidence:
-        return [f"{claim.category.value}: no quote of the person's words given"]
-    return quote_problems(claim.evidence, message, claim.category.value)
+    return check_claim(decision.claim, message) if decision.claim is not None else []
 
 
 def check_steps(decision: StepsDecision, message: str) -> list[str]:
@@ -99,22 +71,16 @@ def check_steps(decision: StepsDecision, message: str) -> list[str]:
 
 
 def severity(decision: RiskDecision) -> Severity | None:
-    """Only a crisis goes to a human; a risky plan is handled by blocking the step."""
+    """A crisis goes to a human at high or critical; a screen nobody could settle
+    (risk cues, no rule, no model to ask or a model that failed) at moderate, so a
+    person looks at it even without an LLM. A risky plan is handled by blocking the
+    step, not by a human."""
     screen = decision.screen
+    if needs_check_in(screen):
+        return "moderate"
     if not is_crisis(screen):
         return None
     return "critical" if screen.confidence >= 0.5 else "high"
-
-
-RISK_INSTRUCTIONS = (
-    "Screen the person's last message for a crisis. Categories: suicidal_ideation "
-    "(wanting to die, not wanting to wake up, being a burden, indirect or paraphrased "
-    "too), self_harm, abuse (someone hurting, threatening or controlling them), "
-    "medical_emergency, or none. Figures of speech ('this job is killing me') are "
-    "none. If it is a crisis, quote the person's exact words that show it in "
-    "'evidence'; for none leave 'evidence' empty. 'confidence' is how sure you are, "
-    "0 to 1."
-)
 
 
 def steps_instructions(conditions: list[str]) -> str:

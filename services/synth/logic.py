@@ -39,7 +39,6 @@ from coachbus.contracts.events import (
 from coachbus.contracts.payloads import (
     BlockedStep,
     CoachingStrategy,
-    CrisisCategory,
     CrisisScreen,
     DecisionSheet,
     Language,
@@ -51,14 +50,15 @@ from coachbus.contracts.payloads import (
     SheetTone,
     TurnSignal,
 )
+from coachbus.crisis import is_crisis, needs_check_in, screen_crisis, worse
 from coachbus.safety import (
     CATALOGUE,
+    check_in_reply,
+    check_in_resources,
     crisis_reply,
-    is_crisis,
     required_numbers,
     resource_reminder,
     resources,
-    screen_crisis,
     screen_steps,
 )
 from coachbus.text import (
@@ -83,6 +83,10 @@ LENGTH_WORDS: dict[str, tuple[int, int]] = {
     "long": (50, 190),
 }
 CRISIS_WORDS = (35, 220)
+# Modes whose reply is fixed, pre-checked text: never rewritten by a model, never
+# widened, and gentle (crisis, the check-in after one, the check-in on an uncertain
+# screen).
+SAFETY_MODES = ("crisis", "care", "check_in")
 # Persona's follow-through guess and Shadow's evidence "disagree" beyond this gap.
 FOLLOW_THROUGH_GAP = 20
 # Challenge Plasticity may ask for while a risky step is on the table.
@@ -123,15 +127,6 @@ def _clashes(block: BlockedStep, target: str, message: str) -> bool:
     return target in _RELATED.get(block.topic, frozenset({block.topic}))
 
 
-_CRISIS_RANK = {
-    CrisisCategory.NONE: 0,
-    CrisisCategory.ABUSE: 1,
-    CrisisCategory.MEDICAL_EMERGENCY: 2,
-    CrisisCategory.SELF_HARM: 3,
-    CrisisCategory.SUICIDAL_IDEATION: 4,
-}
-
-
 _R = TypeVar("_R", ShadowResult, PersonaResult, PlasticityResult, StabilityResult, CoachResult)
 
 
@@ -157,17 +152,6 @@ def _get(results: Mapping[str, AgentResult], kind: type[_R]) -> _R | None:
         if isinstance(r, kind):
             return r
     return None
-
-
-def _worse(a: CrisisScreen, b: CrisisScreen) -> CrisisScreen:
-    """The more alarming of two screens (category first, then confidence)."""
-    if not is_crisis(a):
-        return b
-    if not is_crisis(b):
-        return a
-    ka = (_CRISIS_RANK[a.category], a.confidence)
-    kb = (_CRISIS_RANK[b.category], b.confidence)
-    return a if ka >= kb else b
 
 
 def _safe_quote(q: str, markers: list[str]) -> bool:
@@ -286,8 +270,9 @@ def build_sheet(
 
     # Crisis: always also screen the message ourselves — a missed crisis is the one
     # failure we cannot afford, and the screen costs microseconds.
+    # Stability's screen comes first: its model may have settled an uncertain one.
     own_screen = screen_crisis(msg.text)
-    crisis = _worse(stab.payload.crisis, own_screen) if stab is not None else own_screen
+    crisis = worse(stab.payload.crisis, own_screen) if stab is not None else own_screen
 
     # What never to say: Stability's blocks; without Stability, our own screen of
     # the message plus whatever Coach (which saw last turn's safety state) avoided.
@@ -310,9 +295,11 @@ def build_sheet(
     after_crisis = (stab is not None and stab.payload.post_crisis) or (
         stab is None and coach is not None and coach.payload.crisis_mode
     )
-    mode: Literal["coach", "safety", "crisis", "care"]
+    mode: Literal["coach", "safety", "crisis", "care", "check_in"]
     if is_crisis(crisis):
         mode = "crisis"
+    elif needs_check_in(crisis):
+        mode = "check_in"
     elif after_crisis:
         mode = "care"
     elif heading_for_risk:
@@ -337,8 +324,8 @@ def build_sheet(
         strategy = CoachingStrategy.MOTIVATIONAL_INTERVIEWING
 
     since = stab.payload.turns_since_crisis if stab is not None else None
-    gentle = mode in ("crisis", "care") or (since is not None and since <= GENTLE_TURNS)
-    if mode in ("crisis", "care") and plast is not None:
+    gentle = mode in SAFETY_MODES or (since is not None and since <= GENTLE_TURNS)
+    if mode in SAFETY_MODES and plast is not None:
         conflicts.append(
             Resolution(
                 topic="strategy",
@@ -346,7 +333,7 @@ def build_sheet(
                 overruled="plasticity",
                 rule="crisis_first",
                 detail=(
-                    f"{'crisis screen' if mode == 'crisis' else 'check-in after a crisis'}: "
+                    f"{_SAFETY_MODE_NAMES[mode]}: "
                     f"{strategy.value} coaching suspended"
                 ),
             )
@@ -449,7 +436,7 @@ def build_sheet(
                     detail=f"stretch on {target} dropped: blocked steps in play ({steps})",
                 )
             )
-        elif mode in ("crisis", "care"):
+        elif mode in SAFETY_MODES:
             conflicts.append(
                 Resolution(
                     topic=f"ambition:{target}",
@@ -480,11 +467,11 @@ def build_sheet(
             # Ambition is welcome on a goal the evidence says is on track.
             stretch = True
 
-    lo, hi = CRISIS_WORDS if mode in ("crisis", "care") else LENGTH_WORDS[length]
+    lo, hi = CRISIS_WORDS if mode in SAFETY_MODES else LENGTH_WORDS[length]
     if mode == "safety":
         hi += 40  # the safer alternative must fit even in a "short" reply
     present = [a for a in ("shadow", "persona", "plasticity", "stability", "coach") if a in results]
-    confidence = 0.9 if mode in ("crisis", "care") else round(0.45 + 0.05 * len(present), 3)
+    confidence = 0.9 if mode in SAFETY_MODES else round(0.45 + 0.05 * len(present), 3)
     return DecisionSheet(
         language=language,
         formality=register,
@@ -496,11 +483,7 @@ def build_sheet(
         strategy=strategy,
         mode=mode,
         crisis=crisis,
-        resources=(
-            resources(crisis.category, language, register)
-            if mode == "crisis"
-            else ([resource_reminder(language, register)] if mode == "care" else [])
-        ),
+        resources=_resources(mode, crisis, language, register),
         focus_goal=focus,
         signal=signal,
         pattern=pattern if mode == "coach" else None,
@@ -518,6 +501,26 @@ def build_sheet(
 
 
 # --------------------------------------------------------------------------- render / validate
+
+
+_SAFETY_MODE_NAMES = {
+    "crisis": "crisis screen",
+    "care": "check-in after a crisis",
+    "check_in": "check-in on an uncertain crisis screen",
+}
+
+
+def _resources(
+    mode: str, crisis: CrisisScreen, language: Language, register: Register
+) -> list[str]:
+    """The help lines a reply of ``mode`` must carry (the validator checks them)."""
+    if mode == "crisis":
+        return resources(crisis.category, language, register)
+    if mode == "care":
+        return [resource_reminder(language, register)]
+    if mode == "check_in":
+        return [check_in_resources(language, register)]
+    return []
 
 
 def render(sheet: DecisionSheet) -> str:
@@ -576,8 +579,8 @@ def validate(text: str, sheet: DecisionSheet) -> list[str]:
         problems.append(f"too short: {n} words, minimum {sheet.min_words}")
     if n > sheet.max_words:
         problems.append(f"too long: {n} words, maximum {sheet.max_words}")
-    if sheet.mode == "care" and not any(r in text for r in sheet.resources):
-        problems.append("check-in after a crisis lacks the help-line reminder")
+    if sheet.mode in ("care", "check_in") and not any(r in text for r in sheet.resources):
+        problems.append(f"{sheet.mode} reply lacks its help line")
     if sheet.mode == "crisis":
         for number in required_numbers(sheet.crisis.category, sheet.language):
             if number not in text:
@@ -605,6 +608,8 @@ _LAST_RESORT = Phrase(
 def _last_resort(sheet: DecisionSheet) -> str:
     if sheet.mode == "crisis":
         return crisis_reply(sheet.crisis.category, sheet.language, sheet.formality)
+    if sheet.mode == "check_in":
+        return check_in_reply(sheet.language, sheet.formality)
     return " ".join([_LAST_RESORT.get(sheet.language, sheet.formality), *sheet.resources])
 
 
@@ -618,7 +623,7 @@ def synthesize(
         # Bounded deterministic repair: drop the optional, user-derived parts.
         text = _minimal(sheet)
         problems = validate(text, sheet)
-    if problems and sheet.mode not in ("crisis", "care"):
+    if problems and sheet.mode not in SAFETY_MODES:
         # Still failing (e.g. a tiny word budget): widen the budget rather than send
         # something unsafe; the safety-relevant checks are unaffected by this.
         sheet = sheet.model_copy(update={"min_words": 0, "max_words": max(sheet.max_words, 220)})
@@ -634,7 +639,7 @@ def synthesize(
         conflicts=[Conflict(**c.model_dump()) for c in sheet.conflicts],
         sheet=sheet,
         problems=problems,
-        crisis_mode=sheet.mode in ("crisis", "care"),
+        crisis_mode=sheet.mode in SAFETY_MODES,
         degraded=bool(missing),
         confidence=sheet.confidence if not problems else 0.2,
     )

@@ -22,7 +22,7 @@ from coachbus.contracts.payloads import (
     PatternClass,
     TurnSignal,
 )
-from coachbus.safety import CATALOGUE, crisis_reply
+from coachbus.safety import CATALOGUE, check_in_reply, crisis_reply
 from coachbus.text import Phrase, TopicLabel, find_markers, pick, topic_label, word_count
 
 S = CoachingStrategy
@@ -796,6 +796,8 @@ def render(sheet: DecisionSheet) -> str:
     """Deterministic prose from the sheet alone, within its word budget."""
     if sheet.mode == "crisis":
         return crisis_reply(sheet.crisis.category, sheet.language, sheet.formality)
+    if sheet.mode == "check_in":
+        return check_in_reply(sheet.language, sheet.formality)
     if sheet.mode == "care":
         lang, reg = sheet.language, sheet.formality
         return " ".join(

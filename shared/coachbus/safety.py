@@ -3,133 +3,25 @@
 Three things live here because more than one service needs them and services may
 not import each other:
 
-* the crisis screen (self-harm, suicidal ideation, abuse, medical emergency), so
-  Coach can answer a crisis at once without waiting for Stability, and Synth can
-  stay conservative when Stability missed the deadline;
 * the help resources and the crisis reply, in English and German (du/Sie);
 * the catalogue of risky steps the coach must never suggest, each with its risk
   frame, its triggers in a user's message, the markers that reveal it in a reply,
   and a safer alternative to offer instead.
 
-The screen is tuned for recall: a false alarm costs an unneeded hotline number, a
-miss can cost a life. Anything it flags is escalated to a human reviewer.
+The crisis screen itself lives in coachbus.crisis (its rules are data).
 """
 
 from __future__ import annotations
 
 import re
+import tomllib
 from dataclasses import dataclass, field
+from functools import cache
+from importlib.resources import files as resources_files
 
 from coachbus import helplines
-from coachbus.contracts.payloads import BlockedStep, CrisisCategory, CrisisScreen, Risk
+from coachbus.contracts.payloads import BlockedStep, CrisisCategory, Risk
 from coachbus.text import Language, Phrase, Register
-
-# --------------------------------------------------------------------------- crisis screen
-
-# (pattern, confidence). Idioms like "this job is killing me" or "dying to try" are
-# deliberately not matched: every pattern needs a first-person, literal reading.
-_CRISIS: dict[CrisisCategory, list[tuple[str, float]]] = {
-    CrisisCategory.SUICIDAL_IDEATION: [
-        (
-            r"\bkill(?:ing)? myself|\bend(?:ing)? (?:my|it) (?:life|all)\b|take my (?:own )?life|"
-            r"\bsuicid\w*|better off dead|better off without me|wish i (?:was|were) dead|"
-            r"(?:don'?t|do not) want to (?:live|be alive|exist)(?: anymore)?|"
-            r"no (?:reason|point) (?:to|in) (?:live|living|going on)|"
-            r"want(?:ed)? to die\b|not (?:want to )?wake up (?:again|tomorrow)",
-            0.9,
-        ),
-        (
-            r"mich (?:selbst )?umbringen|\bsuizid\w*|selbstmord\w*|"
-            r"(?:will|möchte|mag) nicht mehr leben|mein(?:em)? leben (?:zu )?beenden|"
-            r"(?:allem|dem ganzen) ein ende (?:setzen|machen)|lebensmüde|"
-            r"(?:wäre|bin) besser tot|besser ohne mich|will sterben|nicht mehr aufwachen",
-            0.9,
-        ),
-        (
-            r"can'?t go on\b|can'?t do this anymore|want (?:it|everything) to stop|"
-            r"want to disappear|kann nicht mehr weiter|will (?:einfach )?verschwinden|"
-            r"hat (?:doch )?alles keinen sinn mehr",
-            0.6,
-        ),
-    ],
-    CrisisCategory.SELF_HARM: [
-        (
-            r"\b(?:cut|cutting|burn|burning|hurt|hurting|harm|harming) myself\b|self-?harm\w*|"
-            r"ritze mich|\britzen\b|mich (?:selbst )?(?:verletzen|verletze|schneiden)|"
-            r"mir (?:selbst )?weh(?:zu)? ?tun|selbstverletz\w*",
-            0.9,
-        ),
-    ],
-    CrisisCategory.ABUSE: [
-        (
-            r"\b(?:he|she|they|my (?:partner|husband|wife|boyfriend|girlfriend|dad|father|"
-            r"mother|mum|mom|ex|boss)) (?:hits|hit|beats|beat|chokes|choked|kicks|kicked|"
-            r"slaps|slapped|hurts|hurt|threatens|threatened|rap\w*) me\b|"
-            r"afraid (?:he|she|they)(?:'ll| will| might) (?:hurt|kill) me|"
-            r"threaten\w* to (?:hurt|kill) me|is abusing me|abus(?:es|ed) me|locks me in|"
-            r"(?:schlägt|schlug|tritt|würgt|bedroht) mich|hat mich (?:geschlagen|getreten|"
-            r"gewürgt|bedroht|vergewaltigt)|droht mir|missbraucht mich|sperrt mich ein|"
-            r"angst,? dass (?:er|sie) mir (?:was |etwas )?(?:antut|wehtut|antun)",
-            0.85,
-        ),
-    ],
-    CrisisCategory.MEDICAL_EMERGENCY: [
-        (
-            r"chest pains?|can'?t breathe|cannot breathe|(?:took|swallowed|taken) (?:too many|"
-            r"a lot of|all (?:my|the)) (?:pills|tablets)|overdos\w*|passed out|"
-            r"heart attack|having a stroke|seizure|bleeding (?:heavily|a lot|won'?t stop)|"
-            r"brustschmerz\w*|schmerzen in der brust|(?:kriege|bekomme) keine luft|atemnot|"
-            r"(?:zu viele|alle) tabletten (?:genommen|geschluckt)|überdosis|ohnmächtig|"
-            r"bewusstlos|herzinfarkt|schlaganfall|krampfanfall|blute stark",
-            0.85,
-        ),
-    ],
-}
-_CRISIS_RX: list[tuple[CrisisCategory, re.Pattern[str], float]] = [
-    (cat, re.compile(p, re.I), conf) for cat, pats in _CRISIS.items() for p, conf in pats
-]
-# Ties go to the category whose help is most urgent.
-_CRISIS_PRIORITY = {
-    CrisisCategory.SUICIDAL_IDEATION: 4,
-    CrisisCategory.SELF_HARM: 3,
-    CrisisCategory.MEDICAL_EMERGENCY: 2,
-    CrisisCategory.ABUSE: 1,
-    CrisisCategory.NONE: 0,
-}
-_NEGATED = re.compile(r"\b(?:never|not|no|nie|nicht|niemals|kein\w*)\b(?:\W+\w+){0,3}\W*$", re.I)
-
-
-def screen_crisis(text: str) -> CrisisScreen:
-    """Deterministic crisis screen; anything found is escalated to the human tier.
-
-    A negated mention ("I would never hurt myself") still counts, with lower
-    confidence: the reviewer, not a regex, decides that it was harmless.
-    """
-    best: tuple[CrisisCategory, float] = (CrisisCategory.NONE, 0.0)
-    matched: list[str] = []
-    for cat, rx, conf in _CRISIS_RX:
-        for m in rx.finditer(text):
-            c = conf
-            if _NEGATED.search(text[max(0, m.start() - 40) : m.start()]):
-                c = min(c, 0.45)
-            matched.append(m.group(0).lower())
-            if (c, _CRISIS_PRIORITY[cat]) > (best[1], _CRISIS_PRIORITY[best[0]]):
-                best = (cat, c)
-    if best[0] is CrisisCategory.NONE:
-        return CrisisScreen(
-            category=CrisisCategory.NONE, confidence=0.95, matched=[], escalated=False
-        )
-    return CrisisScreen(
-        category=best[0],
-        confidence=best[1],
-        matched=sorted(set(matched))[:6],
-        escalated=True,
-    )
-
-
-def is_crisis(screen: CrisisScreen) -> bool:
-    return screen.category is not CrisisCategory.NONE
-
 
 # --------------------------------------------------------------------------- resources
 
@@ -233,6 +125,24 @@ def crisis_reply(
     parts.extend(resources(category, language, register, locale))
     parts.append(_CRISIS_CLOSE[category].get(language, register))
     return " ".join(parts)
+
+
+@cache
+def _check_in() -> Phrase:
+    raw = resources_files("coachbus.content").joinpath("crisis/replies.toml").read_text("utf-8")
+    table = tomllib.loads(raw)["check_in"]
+    return Phrase(table["en"], table["du"], table["sie"])
+
+
+def check_in_resources(language: Language, register: Register, locale: str | None = None) -> str:
+    """The help line a check-in offers (a validator requires it in the reply)."""
+    return helplines.lifeline(language, register, locale)
+
+
+def check_in_reply(language: Language, register: Register, locale: str | None = None) -> str:
+    """The reply to an uncertain screen: a direct, calm question and a help line."""
+    line = check_in_resources(language, register, locale)
+    return _check_in().get(language, register).format(lifeline=line)
 
 
 def crisis_risk(category: CrisisCategory) -> Risk:

@@ -23,6 +23,7 @@ import httpx
 import pytest
 import pytest_asyncio
 
+from coachbus import crisis
 from coachbus.contracts import TurnBudget, UserMessage
 from coachbus.contracts.payloads import PatternClass
 from coachbus.llm import LLMSettings, Message, PromptBuilder, render_chatml
@@ -242,7 +243,7 @@ def _agent_prompts(injection: str) -> dict[str, list[Message]]:
         "persona": persona_prompts.messages(builder, ctx, errors),
         "shadow": shadow_prompts.messages(builder, ctx, errors),
         "stability": stability_prompts.messages(
-            builder, ctx, stability_prompts.RISK_INSTRUCTIONS, errors
+            builder, ctx, crisis.RISK_INSTRUCTIONS, errors
         ),
         "synth": synth_prompts.messages(builder, ctx, sheet, errors),
     }

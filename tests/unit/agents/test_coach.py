@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from coachbus.contracts.state import Blackboard, SafetyState
+from coachbus.crisis import screen_crisis
 from coachbus.safety import CATALOGUE
 from coachbus.text import detect_language, find_markers
 from services.coach.logic import quick_reply
@@ -20,7 +21,26 @@ def test_crisis_gets_resources_at_once_without_any_state() -> None:
     assert reply.crisis_mode
     assert "988" in reply.text
     assert "112" in reply.text
-    assert reply.confidence >= 0.85
+    # The screen's measured confidence travels with it (the handler never lets a
+    # model rewrite a crisis reply, whatever the number).
+    assert reply.confidence == screen_crisis("I want to end my life.").confidence
+
+
+@pytest.mark.parametrize(
+    ("text", "number", "question"),
+    [
+        ("I just want it all to stop, I can't take it anymore.", "988", "ending your life?"),
+        ("ich will einfach nicht mehr, keine kraft mehr", "0800 111 0 111", "das Leben zu nehmen?"),
+    ],
+)
+def test_an_uncertain_screen_gets_a_direct_check_in_at_once(
+    text: str, number: str, question: str
+) -> None:
+    reply = quick_reply(msg(text), None, None)
+    assert reply.crisis_mode  # never rewritten by a model
+    assert question in reply.text
+    assert number in reply.text
+    assert "112" not in reply.text  # no more alarm than the text warrants
 
 
 def test_german_crisis_reply_in_users_register() -> None:

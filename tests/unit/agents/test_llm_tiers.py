@@ -286,14 +286,34 @@ async def test_stability_model_catches_a_paraphrased_crisis(wire: Any) -> None:
     assert len(w.script.bodies) == 1
 
 
-async def test_stability_model_cannot_clear_a_crisis_the_regex_found(wire: Any) -> None:
+async def test_stability_model_cannot_clear_a_crisis_the_rules_found(wire: Any) -> None:
     w = wire(stability)
-    # "can't go on" is a 0.6-confidence hit: below the bar, so the model is asked.
+    w.script.answers = [_risk("none", 0.9, [])]
+    result = await stability.handle(message("I want to kill myself."))
+    assert result.payload.crisis.category is CrisisCategory.SUICIDAL_IDEATION
+    assert [r.severity for r in w.reviews] in (["critical"], ["high"])
+
+
+async def test_stability_model_settles_an_uncertain_screen(wire: Any) -> None:
+    w = wire(stability)
+    # Risk cues, no rule: below the bar, so the model is asked; its quoted "none"
+    # settles it (no human review, an ordinary turn).
     w.script.answers = [_risk("none", 0.9, [])]
     result = await stability.handle(message("I just can't go on like this."))
-    assert len(w.script.bodies) == 1
-    assert result.payload.crisis.category is CrisisCategory.SUICIDAL_IDEATION
-    assert len(w.reviews) == 1
+    assert len(w.script.bodies) >= 1
+    assert result.payload.crisis.category is CrisisCategory.NONE
+    assert not result.payload.crisis.uncertain
+    assert w.reviews == []
+
+
+async def test_stability_puts_an_unsettled_screen_before_a_human(wire: Any) -> None:
+    w = wire(stability)
+    # The model fails every attempt: nobody settled the screen, so a human sees it.
+    w.script.answers = ["not json"] * 6
+    result = await stability.handle(message("I just can't go on like this."))
+    assert result.payload.crisis.uncertain
+    assert result.payload.overall == "moderate"
+    assert [r.severity for r in w.reviews] == ["moderate"]
 
 
 async def test_stability_rejects_an_invented_crisis_quote(wire: Any) -> None:

@@ -1,4 +1,4 @@
-"""The shared crisis screen, help resources and risky-step catalogue."""
+"""The shared help resources and risky-step catalogue (the crisis screen: test_crisis.py)."""
 
 from __future__ import annotations
 
@@ -11,51 +11,6 @@ from coachbus.text import find_markers
 pytestmark = pytest.mark.unit
 
 C = CrisisCategory
-
-
-@pytest.mark.parametrize(
-    ("message", "category"),
-    [
-        ("I don't want to live anymore.", C.SUICIDAL_IDEATION),
-        ("Sometimes I think about killing myself.", C.SUICIDAL_IDEATION),
-        ("Ich will nicht mehr leben.", C.SUICIDAL_IDEATION),
-        ("Ich denke an Suizid.", C.SUICIDAL_IDEATION),
-        ("I cut myself again last night.", C.SELF_HARM),
-        ("Ich ritze mich wieder.", C.SELF_HARM),
-        ("My husband hits me when he drinks.", C.ABUSE),
-        ("Mein Mann schlägt mich.", C.ABUSE),
-        ("I have chest pain and can't breathe.", C.MEDICAL_EMERGENCY),
-        ("Ich habe zu viele Tabletten genommen.", C.MEDICAL_EMERGENCY),
-    ],
-)
-def test_crisis_screen_finds_each_category(message: str, category: CrisisCategory) -> None:
-    screen = safety.screen_crisis(message)
-    assert screen.category is category
-    assert screen.escalated
-    assert screen.matched
-
-
-@pytest.mark.parametrize(
-    "message",
-    [
-        "This job is killing me.",
-        "I'm dying to try the new trail.",
-        "I killed it at the gym today.",
-        "Ich bin todmüde, aber gut gelaufen.",
-        "I want to quit sugar.",
-    ],
-)
-def test_idioms_do_not_trigger(message: str) -> None:
-    screen = safety.screen_crisis(message)
-    assert screen.category is C.NONE
-    assert not screen.escalated
-
-
-def test_negated_mention_still_escalates_with_lower_confidence() -> None:
-    screen = safety.screen_crisis("Don't worry, I would never kill myself.")
-    assert screen.category is C.SUICIDAL_IDEATION
-    assert screen.escalated
-    assert screen.confidence < 0.5
 
 
 @pytest.mark.parametrize("category", [c for c in C if c is not C.NONE])
