@@ -97,6 +97,12 @@ async def finalize(turn: OpenTurn, degraded: bool) -> None:
         (utcnow() - message.created_at).total_seconds()
     )
     outcome = logic.synthesize(message, turn.results, missing)
+    review = logic.review_without_stability(message, outcome, missing)
+    if review is not None:
+        # Stability, which puts a crisis before a human, did not report in time:
+        # Synth's own screen goes instead (the review queue keeps one item per turn,
+        # so a late Stability review of the same turn is not shown twice).
+        await runtime.publish(Topic.HUMAN_REVIEW, review, key=message.user_id)
     written = await prose(message, outcome)
     usage = written.usage
     for result in turn.results.values():

@@ -30,6 +30,7 @@ from coachbus.contracts.events import (
     AgentResult,
     CoachResult,
     Conflict,
+    HumanReviewRequest,
     PersonaResult,
     PlasticityResult,
     ShadowResult,
@@ -586,6 +587,31 @@ def validate(text: str, sheet: DecisionSheet) -> list[str]:
             if number not in text:
                 problems.append(f"crisis reply lacks help line {number}")
     return problems
+
+
+def review_without_stability(
+    msg: UserMessage, outcome: SynthOutcome, missing: Sequence[str]
+) -> HumanReviewRequest | None:
+    """The human review Stability would have asked for, when Stability is missing.
+
+    A crisis goes to a human at high or critical (as Stability's severity rule
+    does), an uncertain screen at moderate; nothing else does."""
+    if "stability" not in missing or outcome.sheet.mode not in ("crisis", "check_in"):
+        return None
+    screen = outcome.sheet.crisis
+    if outcome.sheet.mode == "check_in":
+        severity: Literal["moderate", "high", "critical"] = "moderate"
+    else:
+        severity = "critical" if screen.confidence >= 0.5 else "high"
+    return HumanReviewRequest(
+        turn_id=msg.turn_id,
+        session_id=msg.session_id,
+        user_id=msg.user_id,
+        decision="risk_screen",
+        reason=f"Synth's crisis screen ({outcome.sheet.mode}); Stability did not report in time",
+        severity=severity,
+        excerpt=msg.text[:2000],
+    )
 
 
 def _minimal(sheet: DecisionSheet) -> str:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from aiokafka import AIOKafkaConsumer
 from openai import AsyncOpenAI, AuthenticationError, NotFoundError
 
 from coachbus.bus.state import read_latest
@@ -104,6 +105,67 @@ async def test_crisis_reaches_reviewer_and_answer_reaches_only_the_user(
             f"{rs.url}/v1/review/{turn_id}", json={"text": "again"}, headers=rs.headers("carol")
         )
         assert again.status_code == 404
+
+
+async def _review_of(
+    client: httpx.AsyncClient, rs: RunningStack, turn_id: str
+) -> dict[str, object]:
+    async with asyncio.timeout(20):
+        while True:
+            listing = await client.get(f"{rs.url}/v1/review", headers=rs.headers("carol"))
+            found = [i for i in listing.json()["items"] if i["turn_id"] == turn_id]
+            if found:
+                assert len(found) == 1
+                return found[0]
+            await asyncio.sleep(0.2)
+
+
+async def test_every_crisis_reaches_a_human_once_and_the_turn_after_gets_care(
+    running_stack: RunningStack,
+) -> None:
+    rs = running_stack
+    async with httpx.AsyncClient(timeout=30) as client:
+        # A plan in German colloquial form, which the old screen missed.
+        crisis = await send(client, rs, "alice", "ich bring mich um, heute nacht", session="c1")
+        stream = await events(client, rs, "alice", crisis)
+        coach = next(d for n, d in stream if n == "coach")
+        final = next(d for n, d in stream if n == "final")
+        for reply in (coach, final):
+            assert "0800 111 0 111" in str(reply["text"]) and "112" in str(reply["text"])
+        assert (await _review_of(client, rs, crisis))["severity"] in ("critical", "high")
+
+        # The turn after: still answered with care, with the help lines in view.
+        after = await send(client, rs, "alice", "ok. ich bin noch da.", session="c1")
+        stream = await events(client, rs, "alice", after)
+        final = next(d for n, d in stream if n == "final")
+        assert "0800 111 0 111" in str(final["text"])
+
+        # Risk cues no rule reads, no LLM configured: a direct check-in, and a human
+        # sees it at moderate.
+        unsure = await send(client, rs, "alice", "ich will einfach nicht mehr", session="c1")
+        stream = await events(client, rs, "alice", unsure)
+        for name in ("coach", "final"):
+            text = str(next(d for n, d in stream if n == name)["text"])
+            assert "das Leben zu nehmen?" in text and "0800 111 0 111" in text
+        assert (await _review_of(client, rs, unsure))["severity"] == "moderate"
+
+    # Exactly one review record per turn on the topic, and none for the care turn.
+    consumer = AIOKafkaConsumer(
+        rs.prefix + "human-review",
+        bootstrap_servers=rs.bootstrap,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        fetch_max_wait_ms=10,
+    )
+    await consumer.start()
+    try:
+        batch = await consumer.getmany(timeout_ms=3000)
+    finally:
+        await consumer.stop()
+    turns = [json.loads(r.value)["turn_id"] for records in batch.values() for r in records]
+    assert turns.count(crisis) == 1
+    assert turns.count(unsure) == 1
+    assert after not in turns
 
 
 async def test_erase_leaves_nothing_readable(running_stack: RunningStack, tmp_path: Path) -> None:

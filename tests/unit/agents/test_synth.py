@@ -179,3 +179,24 @@ def test_render_depends_on_the_sheet_alone_and_varies_by_seed() -> None:
     variants = {render(_sheet(message_topics=["writing"], seed=s)) for s in range(10)}
     assert len(variants) > 1
     assert "150 words" in a  # a concrete writing step, not a generic template
+
+
+@pytest.mark.parametrize(
+    ("text", "severity"),
+    [("I want to kill myself.", {"critical", "high"}), ("I can't go on like this.", {"moderate"})],
+)
+def test_without_stability_synth_puts_its_own_screen_before_a_human(
+    text: str, severity: set[str]
+) -> None:
+    from services.synth.logic import review_without_stability
+
+    m = msg(text)
+    out = synthesize(m, {}, ["stability"])
+    review = review_without_stability(m, out, ["stability"])
+    assert review is not None
+    assert review.turn_id == m.turn_id and review.decision == "risk_screen"
+    assert review.severity in severity
+    # With Stability present it is Stability's decision (its router publishes it).
+    assert review_without_stability(m, out, []) is None
+    calm = msg("I went running today and it felt great.")
+    assert review_without_stability(calm, synthesize(calm, {}, ["stability"]), ["stability"]) is None
