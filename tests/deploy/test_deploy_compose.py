@@ -219,7 +219,10 @@ def test_prometheus_scrapes_every_service_and_vllm(compose: dict[str, Any]) -> N
         for static in job.get("static_configs", [])
         for target in static["targets"]
     }
-    assert {f"{name}:8080" for name in SERVICES} <= targets
+    # The gateway's /metrics is on its internal port; 8080 is its public API.
+    assert "gateway:8080" not in targets
+    assert "gateway:9000" in targets
+    assert {f"{name}:8080" for name in SERVICES if name != "gateway"} <= targets
     assert {"vllm-small:8000", "vllm-strong:8000"} <= targets
     for target in targets - {"localhost:9090"}:
         assert target.split(":")[0] in compose["services"], target
@@ -285,6 +288,19 @@ def test_public_override_publishes_the_gateway_only() -> None:
     override = interpolate(yaml.safe_load(PUBLIC.read_text()), {})
     assert set(override["services"]) == {"gateway"}
     assert set(override["services"]["gateway"]) == {"ports"}
+    # Its public port only, never the internal one with /metrics and the API docs.
+    assert [p.rsplit(":", 1)[-1] for p in _published(override["services"]["gateway"])] == ["8080"]
+
+
+def test_gateway_internal_port_stays_on_the_compose_network(compose: dict[str, Any]) -> None:
+    gateway = compose["services"]["gateway"]
+    internal = gateway["environment"]["COACHBUS_GATEWAY_INTERNAL_PORT"]
+    assert internal == "9000"
+    assert [p.rsplit(":", 1)[-1] for p in _published(gateway)] == ["8080"]
+    assert "expose" not in gateway
+    for name, svc in compose["services"].items():
+        for port in _published(svc):
+            assert not port.endswith(f":{internal}"), f"{name} publishes {port}"
 
 
 def test_kafka_has_no_plaintext_listener_and_an_authorizer(compose: dict[str, Any]) -> None:

@@ -88,11 +88,45 @@ def test_defaults_one_deployment_per_service(chart: Any) -> None:
         assert labels["app.kubernetes.io/instance"] == RELEASE
         annotations = dep["spec"]["template"]["metadata"]["annotations"]
         assert annotations["prometheus.io/scrape"] == "true"
-        assert annotations["prometheus.io/port"] == "8080"
-    assert set(of_kind(docs, "Service")) == set(deployments)
+        # The gateway's /metrics is on its internal port; its 8080 answers 404 there.
+        metrics_port = "9000" if name == "gateway" else "8080"
+        assert annotations["prometheus.io/port"] == metrics_port
+    assert set(of_kind(docs, "Service")) == set(deployments) | {"coachbus-gateway-internal"}
     assert set(of_kind(docs, "PodDisruptionBudget")) == set(deployments)
-    for kind in ("HorizontalPodAutoscaler", "ScaledObject", "NetworkPolicy", "ServiceMonitor"):
+    # On by default: the security model, not an opt-in.
+    assert set(of_kind(docs, "NetworkPolicy")) == set(deployments)
+    for kind in ("HorizontalPodAutoscaler", "ScaledObject", "ServiceMonitor"):
         assert not of_kind(docs, kind), kind
+
+
+def test_gateway_internal_port(chart: Any) -> None:
+    from coachbus.settings import CoachbusSettings
+
+    default = CoachbusSettings.model_fields["gateway_internal_port"].default
+    docs = render(
+        chart, {"services": {"gateway": {"enabled": True, "serviceType": "LoadBalancer"}}}
+    )
+    deployments = of_kind(docs, "Deployment")
+    gateway = container(deployments["coachbus-gateway"])
+    ports = {p["name"]: p["containerPort"] for p in gateway["ports"]}
+    assert ports == {"http": 8080, "internal": default}
+    # Pinned in env (which wins over the ConfigMap): pod, Service and policy agree.
+    assert _env(gateway)["COACHBUS_GATEWAY_INTERNAL_PORT"] == str(default)
+    for name in CONSUMERS:
+        c = container(deployments[f"coachbus-{name}"])
+        assert [p["containerPort"] for p in c["ports"]] == [8080], name
+        assert "COACHBUS_GATEWAY_INTERNAL_PORT" not in _env(c)
+    services = of_kind(docs, "Service")
+    # The public Service, possibly a LoadBalancer, never carries the internal port.
+    public = services["coachbus-gateway"]["spec"]
+    assert public["type"] == "LoadBalancer"
+    assert [(p["port"], p["targetPort"]) for p in public["ports"]] == [(8080, "http")]
+    internal = services["coachbus-gateway-internal"]["spec"]
+    assert internal["type"] == "ClusterIP"
+    assert [(p["name"], p["port"], p["targetPort"]) for p in internal["ports"]] == [
+        ("internal", default, "internal")
+    ]
+    assert internal["selector"] == public["selector"]
 
 
 def test_defaults_settings_configmap(chart: Any) -> None:
@@ -303,47 +337,203 @@ def test_explicit_llm_url_wins_over_chart_vllm(chart: Any) -> None:
 # --- network policy and monitoring ---------------------------------------------------------
 
 
-def test_network_policies(chart: Any) -> None:
-    docs = render(chart, {"networkPolicy": {"enabled": True}, "vllm": {"enabled": True}})
-    policies = of_kind(docs, "NetworkPolicy")
-    assert set(policies) == {f"coachbus-{n}" for n in SERVICES} | {"coachbus-vllm"}
-    gateway_rules = policies["coachbus-gateway"]["spec"]["ingress"]
-    assert any("from" not in rule for rule in gateway_rules), "gateway API open by default"
-    for name in CONSUMERS:
-        spec = policies[f"coachbus-{name}"]["spec"]
-        assert spec["policyTypes"] == ["Ingress"]
-        assert all("from" in rule for rule in spec["ingress"]), name
+def _policies(docs: list[dict]) -> dict[str, dict]:
+    return {name: p["spec"] for name, p in of_kind(docs, "NetworkPolicy").items()}
 
-    restricted = render(
-        chart,
+
+def _ports(rule: dict) -> set[tuple[int | str, str]]:
+    return {(p["port"], p.get("protocol", "TCP")) for p in rule.get("ports", [])}
+
+
+MONITORING = [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}]
+KUBE_DNS = [
+    {
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
+        "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
+    }
+]
+DNS_PORTS = {(53, "UDP"), (53, "TCP")}
+LLM_CALLERS = ("shadow", "persona", "stability", "coach", "synth")
+
+
+def test_network_policies_default_deny_both_ways(chart: Any) -> None:
+    policies = _policies(render(chart))
+    assert set(policies) == {f"coachbus-{n}" for n in SERVICES}
+    for name in SERVICES:
+        spec = policies[f"coachbus-{name}"]
+        assert spec["podSelector"]["matchLabels"]["app.kubernetes.io/component"] == name
+        # Both types listed: whatever no rule allows is denied, in and out.
+        assert spec["policyTypes"] == ["Ingress", "Egress"]
+        for rule in spec["ingress"] + spec["egress"]:
+            assert rule["ports"], f"{name}: a rule without ports opens every port"
+
+
+def test_network_policy_ingress_gateway_public_port_and_metrics_from_monitoring(
+    chart: Any,
+) -> None:
+    policies = _policies(render(chart))
+    open_rule, metrics_rule = policies["coachbus-gateway"]["ingress"]
+    # The public API is open to everyone by default (no `from`), on 8080 only.
+    assert "from" not in open_rule
+    assert _ports(open_rule) == {(8080, "TCP")}
+    # /metrics and the API docs: the internal port, from the monitoring namespace only.
+    assert metrics_rule["from"] == MONITORING
+    assert _ports(metrics_rule) == {(9000, "TCP")}
+    for name in CONSUMERS:
+        (rule,) = policies[f"coachbus-{name}"]["ingress"]
+        assert rule["from"] == MONITORING, name
+        assert _ports(rule) == {(8080, "TCP")}, name
+
+    prometheus = [{"podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}}}]
+    ingress = [{"namespaceSelector": {"matchLabels": {"name": "ingress"}}}]
+    values = {"networkPolicy": {"gatewayFrom": ingress, "metricsFrom": prometheus}}
+    restricted = _policies(render(chart, values))
+    open_rule, metrics_rule = restricted["coachbus-gateway"]["ingress"]
+    assert open_rule["from"] == ingress
+    assert metrics_rule["from"] == prometheus
+    # Nobody to scrape: no rule at all, never a `from`-less one that lets everyone in.
+    silent = _policies(render(chart, {"networkPolicy": {"metricsFrom": []}}))
+    assert silent["coachbus-shadow"]["ingress"] == []
+    assert [r.get("from") for r in silent["coachbus-gateway"]["ingress"]] == [None]
+
+
+def test_network_policy_egress_only_to_dns_kafka_and_the_llm(chart: Any) -> None:
+    values = {
+        "kafka": {"bootstrapServers": "kafka-0.kafka:9093,kafka-1.kafka:9093"},
+        "config": {"llm": {"baseUrl": "https://llm.example/v1"}},
+    }
+    policies = _policies(render(chart, values))
+    for name in SERVICES:
+        egress = policies[f"coachbus-{name}"]["egress"]
+        dns, kafka, *rest = egress
+        assert dns == {
+            "to": KUBE_DNS,
+            "ports": [{"port": 53, "protocol": p} for p in ("UDP", "TCP")],
+        }
+        assert _ports(kafka) == {(9093, "TCP")}
+        # A policy cannot name a host: without peers in values, the port is the limit.
+        assert "to" not in kafka
+        if name in LLM_CALLERS:
+            (llm,) = rest
+            assert _ports(llm) == {(443, "TCP")}, name
+        else:
+            # The gateway and plasticity never call the LLM.
+            assert rest == [], name
+        allowed = {port for rule in egress for port in _ports(rule)}
+        assert allowed <= DNS_PORTS | {(9093, "TCP"), (443, "TCP")}
+
+
+def test_network_policy_egress_peers_from_values(chart: Any) -> None:
+    strimzi = [
         {
-            "networkPolicy": {
-                "enabled": True,
-                "gatewayFrom": [{"namespaceSelector": {"matchLabels": {"name": "ingress"}}}],
-                "egress": {"enabled": True, "to": [{"ports": [{"port": 9093}]}]},
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kafka"}},
+            "podSelector": {"matchLabels": {"strimzi.io/cluster": "main"}},
+        }
+    ]
+    values = {
+        "kafka": {"bootstrapServers": "main-kafka-bootstrap.kafka:9092"},
+        "config": {
+            "llm": {"smallBaseUrl": "http://10.0.0.7:8000/v1"},
+            "otlpEndpoint": "http://otel-collector.observability:4318",
+        },
+        "vllm": {"enabled": True, "models": {"small": {"enabled": False, "checkpoint": "x"}}},
+        "networkPolicy": {
+            "egress": {
+                "kafka": {"to": strimzi, "ports": [9092, 9093]},
+                "otlp": {"to": MONITORING},
+                "to": [{"ports": [{"port": 5432}]}],
             }
         },
-    )
-    gateway = of_kind(restricted, "NetworkPolicy")["coachbus-gateway"]["spec"]
-    assert gateway["policyTypes"] == ["Ingress", "Egress"]
-    assert all("from" in rule for rule in gateway["ingress"])
-    assert {"ports": [{"port": 9093}]} in gateway["egress"]
+    }
+    policies = _policies(render(chart, values))
+    shadow = policies["coachbus-shadow"]["egress"]
+    kafka = shadow[1]
+    assert kafka["to"] == strimzi
+    assert _ports(kafka) == {(9092, "TCP"), (9093, "TCP")}
+    vllm = {
+        "podSelector": {
+            "matchLabels": {
+                "app.kubernetes.io/name": "coachbus",
+                "app.kubernetes.io/instance": RELEASE,
+                "coachbus.io/role": "llm",
+            }
+        }
+    }
+    # The strong tier on the chart's vLLM pods, the small one at an address of its own.
+    assert {"to": [vllm], "ports": [{"port": 8000, "protocol": "TCP"}]} in shadow
+    assert {
+        "to": [{"ipBlock": {"cidr": "10.0.0.7/32"}}],
+        "ports": [{"port": 8000, "protocol": "TCP"}],
+    } in shadow
+    otlp = {"to": MONITORING, "ports": [{"port": 4318, "protocol": "TCP"}]}
+    gateway = policies["coachbus-gateway"]["egress"]
+    # Tracing is on: every service, the gateway too, reaches the collector.
+    assert otlp in shadow
+    assert otlp in gateway
+    assert shadow[-1] == gateway[-1] == {"ports": [{"port": 5432}]}
+    # No LLM for the gateway: neither the chart's vLLM nor the small tier's address.
+    gateway_peers = [peer for rule in gateway for peer in rule.get("to", [])]
+    assert vllm not in gateway_peers
+    assert {"ipBlock": {"cidr": "10.0.0.7/32"}} not in gateway_peers
+    assert not any((8000, "TCP") in _ports(rule) for rule in gateway)
+    # vLLM answers the LLM callers only (and Prometheus).
+    vllm_policy = policies["coachbus-vllm"]["ingress"]
+    (rule,) = vllm_policy
+    callers = rule["from"][0]["podSelector"]["matchExpressions"][0]
+    assert callers["operator"] == "In"
+    assert sorted(callers["values"]) == sorted(LLM_CALLERS)
+    assert rule["from"][1:] == MONITORING
+
+    # Kafka given by IP addresses: an ipBlock per broker without any peers in values.
+    by_ip = _policies(render(chart, {"kafka": {"bootstrapServers": "10.1.0.1:9092,10.1.0.2:9092"}}))
+    assert by_ip["coachbus-synth"]["egress"][1]["to"] == [
+        {"ipBlock": {"cidr": "10.1.0.1/32"}},
+        {"ipBlock": {"cidr": "10.1.0.2/32"}},
+    ]
+
+
+def test_network_policy_egress_can_stay_open_and_policies_can_be_off(chart: Any) -> None:
+    open_egress = _policies(render(chart, {"networkPolicy": {"egress": {"enabled": False}}}))
+    for spec in open_egress.values():
+        assert spec["policyTypes"] == ["Ingress"]
+        assert "egress" not in spec
+    off = render(chart, {"networkPolicy": {"enabled": False}, "vllm": {"enabled": True}})
+    assert not of_kind(off, "NetworkPolicy")
 
 
 def test_service_monitor_replaces_annotations(chart: Any) -> None:
-    docs = render(chart, {"serviceMonitor": {"enabled": True, "labels": {"release": "kps"}}})
+    docs = render(
+        chart,
+        {
+            "serviceMonitor": {"enabled": True, "labels": {"release": "kps"}},
+            "vllm": {"enabled": True},
+        },
+    )
     monitor = of_kind(docs, "ServiceMonitor")["coachbus"]
     assert monitor["metadata"]["labels"]["release"] == "kps"
-    (endpoint,) = monitor["spec"]["endpoints"]
-    assert endpoint["port"] == "http"
-    assert endpoint["path"] == "/metrics"
-    assert endpoint["honorLabels"] is True
+    endpoints = {e["port"]: e for e in monitor["spec"]["endpoints"]}
+    # http: the agents, Synth and vLLM; internal: the gateway's /metrics.
+    assert set(endpoints) == {"http", "internal"}
+    for endpoint in endpoints.values():
+        assert endpoint["path"] == "/metrics"
+        assert endpoint["honorLabels"] is True
     selector = monitor["spec"]["selector"]["matchLabels"]
-    for svc in of_kind(docs, "Service").values():
-        assert selector.items() <= svc["metadata"]["labels"].items()
-        assert svc["spec"]["ports"][0]["name"] == "http"
+    scraped = {
+        name: {p["name"] for p in svc["spec"]["ports"]}
+        for name, svc in of_kind(docs, "Service").items()
+        if selector.items() <= svc["metadata"]["labels"].items()
+    }
+    # Not the gateway's public Service: its 8080 answers 404 for /metrics.
+    assert scraped == {
+        **{f"coachbus-{name}": {"http"} for name in CONSUMERS},
+        "coachbus-gateway-internal": {"internal"},
+        "coachbus-vllm-small": {"http"},
+        "coachbus-vllm-strong": {"http"},
+    }
     for dep in of_kind(docs, "Deployment").values():
-        assert "prometheus.io/scrape" not in dep["spec"]["template"]["metadata"]["annotations"]
+        assert "prometheus.io/scrape" not in dep["spec"]["template"]["metadata"].get(
+            "annotations", {}
+        )
 
 
 def test_prometheus_rule_ships_the_alerts(chart: Any) -> None:
@@ -374,6 +564,9 @@ def test_chart_alerts_are_a_copy_of_deploy_alerts() -> None:
         ({"config": {"environment": "prod"}}, "/config/environment"),
         ({"secret": {"values": {"COACHBUS_API_KEYS": 42}}}, "/secret/values"),
         ({"replicaCount": 3}, "replicaCount"),
+        ({"networkPolicy": {"egress": {"kafka": {"ports": [0]}}}}, "/networkPolicy/egress/kafka"),
+        ({"networkPolicy": {"egress": {"llm": {"to": {}}}}}, "/networkPolicy/egress/llm/to"),
+        ({"networkPolicy": {"ingressFrom": []}}, "ingressFrom"),
     ],
 )
 def test_schema_rejects_bad_values(chart: Any, values: dict, path: str) -> None:
@@ -398,9 +591,23 @@ def test_defaults_pass_the_schema(chart: Any) -> None:
         pytest.param({"vllm": {"enabled": True}}, id="vllm"),
         pytest.param({"secret": {"existingSecret": "coachbus-prod"}}, id="existing-secret"),
         pytest.param(
-            {"networkPolicy": {"enabled": True}, "serviceMonitor": {"enabled": True}},
+            {"vllm": {"enabled": True}, "serviceMonitor": {"enabled": True}},
             id="networkpolicy-servicemonitor",
         ),
+        pytest.param(
+            {
+                "config": {
+                    "llm": {"baseUrl": "http://10.0.0.7:8000/v1"},
+                    "otlpEndpoint": "http://otel:4318",
+                },
+                "networkPolicy": {
+                    "gatewayFrom": [{"namespaceSelector": {"matchLabels": {"name": "ingress"}}}],
+                    "egress": {"kafka": {"to": [{"ipBlock": {"cidr": "10.1.0.0/24"}}]}},
+                },
+            },
+            id="networkpolicy-peers",
+        ),
+        pytest.param({"networkPolicy": {"enabled": False}}, id="networkpolicy-off"),
     ],
 )
 def test_helm_lint_strict(values: dict) -> None:

@@ -83,6 +83,20 @@ def test_compose_prometheus_config_is_valid(promtool: str) -> None:
     assert (REPO / "deploy/prometheus/alerts.yml").exists()
 
 
+def test_compose_prometheus_scrapes_the_gateways_internal_port() -> None:
+    from coachbus.settings import CoachbusSettings
+
+    config = yaml.safe_load(PROMETHEUS_CONFIG.read_text())
+    (job,) = [j for j in config["scrape_configs"] if j["job_name"] == "coachbus"]
+    targets = [t for static in job["static_configs"] for t in static["targets"]]
+    ports = dict(target.split(":") for target in targets)
+    default = CoachbusSettings.model_fields["gateway_internal_port"].default
+    # /metrics answers 404 on the gateway's public 8080: scraping it there finds nothing.
+    assert ports["gateway"] == str(default) == "9000"
+    assert {port for name, port in ports.items() if name != "gateway"} == {"8080"}
+    assert job["metrics_path"] == "/metrics"
+
+
 def _coachbus_metrics() -> list[MetricWrapperBase]:
     found = [v for v in vars(metrics).values() if isinstance(v, MetricWrapperBase)]
     assert len(found) >= 14

@@ -184,3 +184,19 @@ env entries override the envFrom Secret's shared KAFKA_SASL_USERNAME/PASSWORD. *
       key: {{ printf "KAFKA_PASSWORD_%s" (upper $name) }}
 {{- end }}
 {{- end }}
+
+{{/*
+The gateway serves /metrics and the API docs on a second, internal port
+(COACHBUS_GATEWAY_INTERNAL_PORT); its 8080 is public and answers 404 for them.
+*/}}
+{{- define "coachbus.gatewayInternalPort" -}}9000{{- end }}
+
+{{/* Name of the container port a service's /metrics is on: (list $name $svc). */}}
+{{- define "coachbus.metricsPortName" -}}
+{{- if eq (include "coachbus.kind" .) "gateway" }}internal{{ else }}http{{ end }}
+{{- end }}
+
+{{/* Number of that port: (list $name $svc). */}}
+{{- define "coachbus.metricsPort" -}}
+{{- if eq (include "coachbus.kind" .) "gateway" }}{{ include "coachbus.gatewayInternalPort" . }}{{ else }}8080{{ end }}
+{{- end }}
