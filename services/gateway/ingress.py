@@ -3,8 +3,9 @@
 A pure ASGI middleware, so nothing reads the body before it has decided:
 
 1. An authenticated route (everything under ``/v1/``) without a known key gets its
-   401 from the headers alone; not one body byte is read, so an anonymous client
-   cannot make the gateway buffer anything.
+   401 from the headers alone, before one body byte is read, so an anonymous client
+   cannot make the gateway buffer anything (what it still sends is discarded, within
+   a bound, so that its client can read the answer).
 2. The body is read here, counted as it arrives whatever the framing
    (``Content-Length`` or chunked), and the request gets its 413 as soon as the
    count passes the limit; a declared length over it is refused unread. The app
@@ -19,6 +20,8 @@ published (JSON escapes can make a record longer than the body that carried it).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 from typing import Any
 
@@ -35,6 +38,10 @@ PUBLIC_PATHS = frozenset({"/v1/help-lines"})
 # The OpenAI-compatible routes answer in OpenAI's error shape, so its clients show
 # the message; everything else in RFC 9457 problem details.
 OPENAI_PATHS = frozenset({"/v1/chat/completions", "/v1/models"})
+# What the front door reads and throws away of a refused body so that the client
+# can read the refusal (see _drain): a bound on bytes and on time.
+DRAIN_BYTES = 8 * 1024 * 1024
+DRAIN_S = 5.0
 
 
 def fits_the_bus(message: UserMessage, limit: int) -> bool:
@@ -62,11 +69,11 @@ class Ingress:
             and scope["method"] != "OPTIONS"
             and self.keys.resolve(_header(scope, b"authorization")) is None
         ):
-            await _unauthorized(path, send)
+            await _unauthorized(path, send, receive)
             return
         declared = _header(scope, b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.limit:
-            await _too_large(path, self.limit, send)
+            await _too_large(path, self.limit, send, receive)
             return
         body = bytearray()
         while True:
@@ -75,11 +82,34 @@ class Ingress:
                 return  # the client left; there is no one to answer
             body += message.get("body", b"")
             if len(body) > self.limit:
-                await _too_large(path, self.limit, send)
+                more = receive if message.get("more_body", False) else None
+                await _too_large(path, self.limit, send, more)
                 return
             if not message.get("more_body", False):
                 break
         await self.app(scope, _replay(bytes(body), receive), send)
+
+
+async def _drain(receive: Receive) -> None:
+    """Discard what is left of a refused body, within a bound, after the answer.
+
+    Most HTTP clients send the whole body before they read a response; a server
+    that closes mid-upload hands them a connection reset instead of the 401 or 413
+    it wrote. The answer's bytes are already on the wire (only its end is held back:
+    a server may close once a response is complete), nothing is kept (memory stays
+    flat), and past ``DRAIN_BYTES`` or ``DRAIN_S`` the connection is closed anyway,
+    so an abusive upload costs at most that much reading.
+    """
+    taken = 0
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(DRAIN_S):
+            while taken <= DRAIN_BYTES:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    return
+                taken += len(message.get("body", b""))
+                if not message.get("more_body", False):
+                    return
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:
@@ -103,19 +133,19 @@ def _header(scope: Scope, name: bytes) -> str | None:
     return None
 
 
-async def _unauthorized(path: str, send: Send) -> None:
+async def _unauthorized(path: str, send: Send, receive: Receive) -> None:
     if path in OPENAI_PATHS:
         body: dict[str, Any] = _openai_error("Invalid API key.", "invalid_api_key")
         media = "application/json"
     else:
         body = _problem(401, "Unauthorized", "missing or unknown API key")
         media = "application/problem+json"
-    # Any body the client sends is never read: the connection cannot carry another request.
+    # The body is never parsed, only discarded: the connection cannot carry another request.
     closing = [(b"www-authenticate", b"Bearer"), (b"connection", b"close")]
-    await _respond(send, 401, body, media, closing)
+    await _respond(send, 401, body, media, closing, receive)
 
 
-async def _too_large(path: str, limit: int, send: Send) -> None:
+async def _too_large(path: str, limit: int, send: Send, receive: Receive | None) -> None:
     if path in OPENAI_PATHS:
         body: dict[str, Any] = _openai_error(
             f"The request body exceeds {limit} bytes.", "request_too_large"
@@ -124,7 +154,7 @@ async def _too_large(path: str, limit: int, send: Send) -> None:
     else:
         body = _problem(413, "Payload Too Large", f"request body over {limit} bytes")
         media = "application/problem+json"
-    await _respond(send, 413, body, media, [(b"connection", b"close")])
+    await _respond(send, 413, body, media, [(b"connection", b"close")], receive)
 
 
 def _problem(status: int, title: str, detail: str) -> dict[str, Any]:
@@ -138,8 +168,15 @@ def _openai_error(message: str, code: str) -> dict[str, Any]:
 
 
 async def _respond(
-    send: Send, status: int, body: dict[str, Any], media: str, extra: list[tuple[bytes, bytes]]
+    send: Send,
+    status: int,
+    body: dict[str, Any],
+    media: str,
+    extra: list[tuple[bytes, bytes]],
+    drain: Receive | None,
 ) -> None:
+    """Send the whole answer; with ``drain``, discard the rest of the request body
+    before the response is marked complete (see :func:`_drain`)."""
     payload = json.dumps(body).encode()
     headers = [
         (b"content-type", media.encode()),
@@ -147,4 +184,7 @@ async def _respond(
         *extra,
     ]
     await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": payload, "more_body": False})
+    await send({"type": "http.response.body", "body": payload, "more_body": drain is not None})
+    if drain is not None:
+        await _drain(drain)
+        await send({"type": "http.response.body", "body": b"", "more_body": False})

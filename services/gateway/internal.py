@@ -18,12 +18,14 @@ from typing import Any
 import uvicorn
 from fastapi import FastAPI
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
-from prometheus_client import REGISTRY, make_asgi_app
+from prometheus_client import make_asgi_app
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from coachbus.metrics import REGISTRY
 
 log = logging.getLogger(__name__)
 INTERNAL_PATHS = ("/metrics", "/openapi.json", "/docs", "/redoc")

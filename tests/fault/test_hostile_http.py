@@ -62,7 +62,10 @@ async def test_openapi_fuzz_no_server_errors(
         "--config-file",
         str(config),
         "run",
-        f"{rs.url}/openapi.json",
+        # The document is served on the gateway's internal port; the API on the public one.
+        f"{rs.stack.gateway_internal_url}/openapi.json",
+        "--url",
+        rs.url,
         "--checks",
         "not_a_server_error,response_schema_conformance,negative_data_rejection",
         "--max-examples",
@@ -90,7 +93,10 @@ async def test_openapi_fuzz_no_server_errors(
     # It really ran operations (not a schema it could not load).
     assert "passed" in output.lower(), output[-2000:]
     async with httpx.AsyncClient() as client:
-        assert (await client.get(f"{rs.url}/openapi.json")).status_code == 200
+        assert (
+            await client.get(f"{rs.stack.gateway_internal_url}/openapi.json")
+        ).status_code == 200
+        assert (await client.get(f"{rs.url}/openapi.json")).status_code == 404
 
 
 NASTY: list[tuple[str, dict[str, str], bytes]] = [

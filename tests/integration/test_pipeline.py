@@ -92,7 +92,9 @@ async def test_isolation_and_edges(running_stack: RunningStack) -> None:
         assert spoof.status_code == 422
         health = await client.get(f"{rs.url}/healthz")
         assert health.status_code < 300
-        metrics = await client.get(f"{rs.url}/metrics")
+        # Metrics live on the internal port only.
+        assert (await client.get(f"{rs.url}/metrics")).status_code == 404
+        metrics = await client.get(rs.stack.metrics_url("gateway"))
         assert "coachbus_" in metrics.text
 
 
@@ -168,10 +170,10 @@ async def test_every_service_metrics_pass_promtool(running_stack: RunningStack) 
         pytest.skip("promtool not installed (apt-get install prometheus)")
     supervisor = running_stack.stack.supervisor
     assert supervisor is not None
-    ports = {name: running_stack.stack.config.service_ports[name] for name in supervisor.names}
+    urls = {name: running_stack.stack.metrics_url(name) for name in supervisor.names}
     async with httpx.AsyncClient(timeout=10) as client:
-        for name, port in ports.items():
-            body = (await client.get(f"http://127.0.0.1:{port}/metrics")).text
+        for name, url in urls.items():
+            body = (await client.get(url)).text
             assert "coachbus_agent_latency_seconds" in body, name
             proc = await asyncio.create_subprocess_exec(
                 promtool, "check", "metrics",

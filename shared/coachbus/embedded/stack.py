@@ -125,6 +125,8 @@ class StackConfig:
     bootstrap: str | None = None  # None: start the embedded broker
     broker_port: int = 9092
     gateway_port: int = 8000
+    # The gateway's /metrics and API docs (never on the public port).
+    gateway_internal_port: int = 9000
     service_ports: dict[str, int] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
     log_dir: Path | None = None
@@ -146,6 +148,7 @@ class StackConfig:
         return cls(
             broker_port=free_port(),
             gateway_port=ports["gateway"],
+            gateway_internal_port=free_port(),
             service_ports=ports,
             **kwargs,  # type: ignore[arg-type]
         )
@@ -173,6 +176,18 @@ class Stack:
     def gateway_url(self) -> str:
         return f"http://127.0.0.1:{self.config.gateway_port}"
 
+    @property
+    def gateway_internal_url(self) -> str:
+        """The gateway's /metrics, /openapi.json and /docs."""
+        return f"http://127.0.0.1:{self.config.gateway_internal_port}"
+
+    def metrics_url(self, service: str) -> str:
+        """Where a service's /metrics is served (the gateway's on its internal port)."""
+        if service == "gateway":
+            return f"{self.gateway_internal_url}/metrics"
+        port = self.config.service_ports[service]
+        return f"http://127.0.0.1:{port}/metrics"
+
     async def start(self) -> None:
         cfg = self.config
         env = dict(cfg.env)
@@ -185,6 +200,7 @@ class Stack:
             await asyncio.to_thread(self.broker.start)
             bootstrap = self.broker.bootstrap
         env["KAFKA_BOOTSTRAP_SERVERS"] = bootstrap
+        env.setdefault("COACHBUS_GATEWAY_INTERNAL_PORT", str(cfg.gateway_internal_port))
         if self.broker is not None and not (
             env.get("COACHBUS_PARTITIONS") or os.environ.get("COACHBUS_PARTITIONS")
         ):

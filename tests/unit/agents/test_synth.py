@@ -199,4 +199,6 @@ def test_without_stability_synth_puts_its_own_screen_before_a_human(
     # With Stability present it is Stability's decision (its router publishes it).
     assert review_without_stability(m, out, []) is None
     calm = msg("I went running today and it felt great.")
-    assert review_without_stability(calm, synthesize(calm, {}, ["stability"]), ["stability"]) is None
+    assert (
+        review_without_stability(calm, synthesize(calm, {}, ["stability"]), ["stability"]) is None
+    )

@@ -277,7 +277,7 @@ async def test_feed_handles_replies_after_the_agent_results_of_the_same_batch() 
 
 
 # The front door (services.gateway.ingress), driven as ASGI so each test sees exactly
-# which body messages were read.
+# which body messages were read, and when.
 FRONT_KEY = "k" * 40
 
 
@@ -287,8 +287,13 @@ class _Body:
     def __init__(self, chunks: list[bytes]) -> None:
         self.chunks = chunks
         self.calls = 0
+        # Body messages taken before the answer went out (set by _front_door).
+        self.before_answer: int | None = None
+        self.sent: list[dict[str, object]] | None = None
 
     async def __call__(self) -> dict[str, object]:
+        if self.sent and self.before_answer is None:
+            self.before_answer = self.calls
         self.calls += 1
         index = self.calls - 1
         if index >= len(self.chunks):
@@ -316,6 +321,7 @@ async def _front_door(
         await send({"type": "http.response.body", "body": b"{}"})  # type: ignore[operator]
 
     sent: list[dict[str, object]] = []
+    body.sent = sent
 
     async def send(message: dict[str, object]) -> None:
         sent.append(message)
@@ -344,7 +350,10 @@ async def test_front_door_answers_401_before_reading_a_byte(
         headers["authorization"] = authorization
     status, payload, reached = await _front_door(path, headers, body)
     assert status == 401 and reached is None
-    assert body.calls == 0  # not one body message was taken from the server
+    # Not one body message was taken before the answer; what followed was discarded
+    # (a bounded drain, so the client can read the 401 instead of a reset).
+    assert body.before_answer == 0
+    assert body.calls == 1000
     if path == "/v1/chat/completions":  # OpenAI's error shape for OpenAI clients
         assert payload["error"]["code"] == "invalid_api_key"  # type: ignore[index]
     else:
@@ -357,7 +366,7 @@ async def test_front_door_counts_chunked_bytes_and_stops_at_the_limit(path: str)
     body = _Body([b"x" * 30] * 1000)  # 30 000 bytes against a limit of 100
     status, payload, reached = await _front_door(path, auth, body)
     assert status == 413 and reached is None
-    assert body.calls == 4  # 120 bytes: the first count over 100, nothing after
+    assert body.before_answer == 4  # 120 bytes: the first count over 100 answers
     code = payload["error"]["code"] if path == "/v1/chat/completions" else payload["status"]  # type: ignore[index]
     assert code in ("request_too_large", 413)
 
@@ -367,7 +376,7 @@ async def test_front_door_refuses_a_declared_length_over_the_limit_unread(path: 
     headers = {"authorization": f"Bearer {FRONT_KEY}", "content-length": "101"}
     body = _Body([b"x" * 101])
     status, _payload, reached = await _front_door(path, headers, body)
-    assert (status, reached, body.calls) == (413, None, 0)
+    assert (status, reached, body.before_answer) == (413, None, 0)
 
 
 async def test_front_door_passes_a_body_at_the_limit_whole() -> None:
