@@ -121,7 +121,7 @@ _RELATED: dict[str | None, frozenset[str]] = {
 def _clashes(block: BlockedStep, target: str, message: str) -> bool:
     """Does pushing ``target`` further risk the blocked step?"""
     spec = CATALOGUE.get(block.step_id)
-    if spec is not None and spec.triggers.search(message):
+    if spec is not None and spec.heads_for(message):
         return True  # the user is heading for the blocked step right now
     if block.topic is None:
         return True  # e.g. medication: any push is weighed against it
@@ -289,7 +289,7 @@ def build_sheet(
                 if sid in CATALOGUE and sid not in never:
                     never[sid] = CATALOGUE[sid].blocked(0.7)
     heading_for_risk = any(
-        b.step_id in CATALOGUE and CATALOGUE[b.step_id].triggers.search(msg.text)
+        b.step_id in CATALOGUE and CATALOGUE[b.step_id].heads_for(msg.text)
         for b in never.values()
     ) or (stab is not None and stab.payload.overall == "high")
 

@@ -21,6 +21,7 @@ from importlib.resources import files as resources_files
 
 from coachbus import helplines
 from coachbus.contracts.payloads import BlockedStep, CrisisCategory, Risk
+from coachbus.normalize import fold_pattern, normalize
 from coachbus.text import Language, Phrase, Register
 
 # --------------------------------------------------------------------------- resources
@@ -182,6 +183,10 @@ class StepSpec:
     def priority(self) -> int:
         return self.severity * self.detectability * self.reversibility
 
+    def heads_for(self, text: str) -> re.Match[str] | None:
+        """Whether ``text`` (a user's message, as typed) heads for this step."""
+        return self.triggers.search(normalize(text))
+
     def risk(self) -> Risk:
         return Risk(
             risk_id=self.step_id,
@@ -204,7 +209,9 @@ class StepSpec:
 
 
 def _rx(p: str) -> re.Pattern[str]:
-    return re.compile(p, re.I)
+    # Matched against coachbus.normalize's form of the message, like the crisis
+    # screen: umlauts either way, typographic apostrophes, stretched letters.
+    return re.compile(fold_pattern(p))
 
 
 CATALOGUE: dict[str, StepSpec] = {
@@ -541,7 +548,8 @@ _CONDITIONS: dict[str, re.Pattern[str]] = {
 
 
 def detect_conditions(text: str) -> set[str]:
-    return {name for name, rx in _CONDITIONS.items() if rx.search(text)}
+    n = normalize(text)
+    return {name for name, rx in _CONDITIONS.items() if rx.search(n)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -558,6 +566,7 @@ def screen_steps(text: str, conditions: set[str] | frozenset[str] = frozenset())
     condition either stated now or remembered from earlier turns.
     """
     here = detect_conditions(text) | set(conditions)
+    text = normalize(text)
     hits: list[StepHit] = []
     for spec in CATALOGUE.values():
         m = spec.triggers.search(text)

@@ -13,6 +13,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeVar
 
+from coachbus.normalize import normalize
+
 Language = Literal["en", "de"]
 Register = Literal["informal", "formal"]
 
@@ -37,8 +39,10 @@ _DE_STOP_WORDS = (
     "sollte könnte woche heute morgen gestern arbeit weil über schon noch auch doch mal einen "
     "eine einem einer den dem des ja nein"
 )
-_EN_STOP = frozenset(_EN_STOP_WORDS.split())
-_DE_STOP = frozenset(_DE_STOP_WORDS.split())
+# Read in the normaliser's form (ä as ae, "don't" as "do not"), like every screen.
+_EN_STOP = frozenset(normalize(_EN_STOP_WORDS).split())
+_DE_STOP = frozenset(normalize(_DE_STOP_WORDS).split())
+_TOKEN = re.compile(r"[a-z]+")
 _UMLAUT = re.compile(r"[äöüßÄÖÜ]")
 
 
@@ -59,7 +63,7 @@ def detect_language(
     Short messages ("ok", "ja") are ambiguous, so the caller passes what it knew
     before (``fallback``) and we only switch language on clear evidence.
     """
-    toks = words(text)
+    toks = _TOKEN.findall(normalize(text))
     en = sum(1 for t in toks if t in _EN_STOP)
     de = sum(1 for t in toks if t in _DE_STOP)
     de += min(3, len(_UMLAUT.findall(text)))

@@ -273,10 +273,11 @@ def _risk(category: str, confidence: float, evidence: list[str]) -> str:
     return json.dumps({"category": category, "confidence": confidence, "evidence": evidence})
 
 
-async def test_stability_model_catches_a_paraphrased_crisis(wire: Any) -> None:
+async def test_stability_model_reads_an_uncertain_screen_as_a_crisis(wire: Any) -> None:
     w = wire(stability)
-    text = "Everyone would be fine if I just was not around any more, I keep thinking."
-    w.script.answers = [_risk("suicidal_ideation", 0.8, ["if I just was not around any more"])]
+    # Risk cues no rule reads: the screen is unsure, so the model is asked.
+    text = "I just can't go on like this anymore, honestly."
+    w.script.answers = [_risk("suicidal_ideation", 0.8, ["can't go on like this anymore"])]
     result = await stability.handle(message(text))
     assert result.payload.crisis.category is CrisisCategory.SUICIDAL_IDEATION
     assert result.payload.overall == "critical"
@@ -320,7 +321,8 @@ async def test_stability_rejects_an_invented_crisis_quote(wire: Any) -> None:
     w = wire(stability)
     invented = _risk("self_harm", 0.9, ["I cut myself last night"])
     w.script.answers = [invented] * 6
-    result = await stability.handle(message("Work was long today and I am a bit tired."))
+    # An uncertain screen (so the model is asked), and a quote the person never wrote.
+    result = await stability.handle(message("Work was long today and I am so tired of everything."))
     assert result.payload.crisis.category is CrisisCategory.NONE
     assert result.fallback_reason is not None
     assert "not in the message" in w.script.instructions()
