@@ -478,7 +478,7 @@ class AgentRuntime:
         The runtime decodes (dead-lettering what does not parse), times the call,
         publishes the result keyed by user and only then lets the offset be committed.
         """
-        limit = self.settings.max_message_chars * 4 + 16_384
+        limit = self.settings.max_message_bytes
         # Turns this agent already answered: a redelivered message (crash, rebalance)
         # finds its result here and costs no second LLM call.
         answered = AnsweredTurns()
