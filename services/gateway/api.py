@@ -16,7 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from coachbus.contracts import EraseRequest, Reply, UserMessage
 from coachbus.settings import CoachbusSettings
-from services.gateway.auth import KeyRing, Principal, RateLimits
+from services.gateway.auth import KeyRing, Principal, RateLimits, StreamSlots
 from services.gateway.erasure import EraseDesk
 from services.gateway.ingress import Ingress, fits_the_bus
 from services.gateway.openai_api import create_openai_router
@@ -71,6 +71,7 @@ def create_api(
         openapi_url=None,
     )
     limits = RateLimits(settings.rate_limit_per_minute)
+    streams = StreamSlots(settings.max_streams_per_user)
     # Added before CORS so CORS wraps it: a browser can read the 401 and the 413.
     api.add_middleware(Ingress, keys=keys, limit=settings.max_message_bytes)
     if settings.cors_origins:
@@ -174,8 +175,22 @@ def create_api(
         # Give up a little after Synth's own deadline: a final always comes by then
         # unless the pipeline is down, and the client should not hang forever.
         give_up_s = settings.turn_deadline_ms / 1000 * 3 + 30
+        if not streams.acquire(caller.user_id):
+            raise HTTPException(
+                429,
+                f"{settings.max_streams_per_user} event streams already open for this key",
+                headers={"Retry-After": "5"},
+            )
+        user_id = caller.user_id
 
         async def stream() -> AsyncIterator[bytes]:
+            try:
+                async for piece in _events():
+                    yield piece
+            finally:
+                streams.release(user_id)
+
+        async def _events() -> AsyncIterator[bytes]:
             sent = 0
             loop = asyncio.get_running_loop()
             end = loop.time() + give_up_s
@@ -204,7 +219,7 @@ def create_api(
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
 
-    api.include_router(create_openai_router(settings, keys, store, publish, limits))
+    api.include_router(create_openai_router(settings, keys, store, publish, limits, streams))
     api.include_router(create_web_router(store, keys))
 
     @api.delete("/v1/me", status_code=202)

@@ -68,6 +68,36 @@ class RateLimits:
         return None
 
 
+class StreamSlots:
+    """Open event streams per user, capped.
+
+    A stream holds a connection, a task and a turn view for up to the turn's
+    give-up time; without a cap one key could open thousands and starve everyone
+    else's. Bounded by the number of keys, like the rate limits.
+    """
+
+    def __init__(self, per_user: int) -> None:
+        self._per_user = per_user
+        self._open: dict[str, int] = {}
+
+    def acquire(self, user_id: str) -> bool:
+        n = self._open.get(user_id, 0)
+        if n >= self._per_user:
+            return False
+        self._open[user_id] = n + 1
+        return True
+
+    def release(self, user_id: str) -> None:
+        n = self._open.get(user_id, 0) - 1
+        if n > 0:
+            self._open[user_id] = n
+        else:
+            self._open.pop(user_id, None)
+
+    def open(self, user_id: str) -> int:
+        return self._open.get(user_id, 0)
+
+
 def refuse_without_keys(settings: CoachbusSettings) -> None:
     """Stop the gateway outside ``local`` when no API key is configured.
 

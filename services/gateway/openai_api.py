@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from coachbus.contracts import EraseRequest, UserMessage
 from coachbus.settings import CoachbusSettings
-from services.gateway.auth import KeyRing, Principal, RateLimits
+from services.gateway.auth import KeyRing, Principal, RateLimits, StreamSlots
 from services.gateway.ingress import fits_the_bus
 from services.gateway.turns import TurnStore
 
@@ -69,6 +69,7 @@ def create_openai_router(
     store: TurnStore,
     publish: Callable[[UserMessage | EraseRequest], Awaitable[None]],
     limits: RateLimits,
+    streams: StreamSlots | None = None,
 ) -> APIRouter:
     router = APIRouter()
     wait_s = settings.turn_deadline_ms / 1000 * 2 + 10
@@ -157,8 +158,23 @@ def create_openai_router(
                 "message_too_long",
                 "messages",
             )
-        view = store.open(message.turn_id, principal.user_id, message.session_id, sent=True)
-        await publish(message)
+        # A stream's slot is taken before the message goes out: a refused stream
+        # publishes nothing.
+        slots_held = streams if body.stream else None
+        if slots_held is not None and not slots_held.acquire(principal.user_id):
+            return openai_error(
+                429,
+                f"{settings.max_streams_per_user} streams already open for this key.",
+                "rate_limit_error",
+                "too_many_streams",
+            )
+        try:
+            view = store.open(message.turn_id, principal.user_id, message.session_id, sent=True)
+            await publish(message)
+        except BaseException:
+            if slots_held is not None:
+                slots_held.release(principal.user_id)
+            raise
         completion_id = f"chatcmpl-{message.turn_id}"
         created = int(time.time())
 
@@ -201,7 +217,17 @@ def create_openai_router(
             }
             return f"data: {json.dumps(payload)}\n\n".encode()
 
+        slots, user_id = slots_held, principal.user_id
+
         async def stream() -> AsyncIterator[bytes]:
+            try:
+                async for piece in _chunks():
+                    yield piece
+            finally:
+                if slots is not None:
+                    slots.release(user_id)
+
+        async def _chunks() -> AsyncIterator[bytes]:
             yield chunk({"role": "assistant", "content": ""})
             coach = await view.wait_for("coach", wait_s)
             if coach is not None:

@@ -134,6 +134,8 @@ class CoachbusSettings(BaseSettings):
     malloc_trim_s: float = Field(default=10.0, ge=0)
     # Per API key: sustained messages per minute (bursts up to the same number).
     rate_limit_per_minute: int = Field(default=60, ge=1)
+    # Event streams (SSE) one user may hold open at once; more get 429.
+    max_streams_per_user: int = Field(default=8, ge=1)
     # Browser origins allowed to call the API (CORS); empty: same origin only.
     cors_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
     # Synth gives up waiting for missing agents after this long and answers degraded.

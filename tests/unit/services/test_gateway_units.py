@@ -526,3 +526,76 @@ def test_every_v1_route_but_the_public_ones_needs_a_key_at_the_front_door() -> N
             assert (status != 401) == (route in PUBLIC_PATHS), (method, route, status)
     assert set(paths) >= PUBLIC_PATHS  # no stale entry would open a future route
     assert published == []
+
+
+def test_stream_slots_count_per_user() -> None:
+    from services.gateway.auth import StreamSlots
+
+    slots = StreamSlots(2)
+    assert slots.acquire("a") and slots.acquire("a")
+    assert not slots.acquire("a")
+    assert slots.acquire("b")  # another user is not affected
+    slots.release("a")
+    assert slots.acquire("a")
+    for _ in range(2):
+        slots.release("a")
+    assert slots.open("a") == 0
+
+
+async def test_event_streams_per_user_are_capped_and_freed_on_disconnect() -> None:
+    """A real server: open streams hold their slot until the client goes away."""
+    import httpx
+    import uvicorn
+
+    from coachbus.embedded.broker import free_port
+    from coachbus.settings import CoachbusSettings
+    from services.gateway.api import create_api
+    from services.gateway.review import ReviewQueue
+
+    async def publish(_message: object) -> None:
+        return None
+
+    key = "s" * 40
+    settings = CoachbusSettings(max_streams_per_user=2)
+    store = TurnStore()
+    turns = [store.open(f"t{n}", "a", "s").turn_id for n in range(4)]
+    api = create_api(
+        settings,
+        KeyRing([ApiKey(user_id="a", key=SecretStr(key))]),
+        store,
+        publish,  # type: ignore[arg-type]
+        ReviewQueue(),
+        publish,  # type: ignore[arg-type]
+    )
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(api, host="127.0.0.1", port=port, log_level="warning"))
+    serving = asyncio.create_task(server.serve())
+    try:
+        while not server.started:
+            await asyncio.sleep(0.02)
+        url = f"http://127.0.0.1:{port}/v1/turns/{{}}/events"
+        auth = {"Authorization": f"Bearer {key}"}
+        async with httpx.AsyncClient(timeout=10) as client:
+            first = await client.send(
+                client.build_request("GET", url.format(turns[0]), headers=auth), stream=True
+            )
+            second = await client.send(
+                client.build_request("GET", url.format(turns[1]), headers=auth), stream=True
+            )
+            assert (first.status_code, second.status_code) == (200, 200)
+            third = await client.get(url.format(turns[2]), headers=auth)
+            assert third.status_code == 429 and third.headers["Retry-After"]
+            await first.aclose()  # the client goes away: its slot is free again
+            async with asyncio.timeout(5):
+                while True:
+                    fourth = await client.send(
+                        client.build_request("GET", url.format(turns[3]), headers=auth), stream=True
+                    )
+                    if fourth.status_code == 200:
+                        break
+                    await asyncio.sleep(0.1)
+            await fourth.aclose()
+            await second.aclose()
+    finally:
+        server.should_exit = True
+        await serving
