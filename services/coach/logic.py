@@ -82,19 +82,6 @@ def register_for(
     )
 
 
-def _primary_pattern(board: Blackboard | None) -> PatternClass | None:
-    if board is None:
-        return None
-    best: tuple[float, PatternClass | None] = (0.0, None)
-    for rec in board.patterns.values():
-        score = (rec.occurrences + 0.5 * max(0, rec.session_count - 1)) * 0.9 ** max(
-            0, board.turn_count - rec.last_turn
-        )
-        if score > best[0]:
-            best = (score, rec.pattern)
-    return best[1]
-
-
 def quick_reply(
     msg: UserMessage, board: Blackboard | None, safety: SafetyState | None
 ) -> CoachPayload:
@@ -223,7 +210,8 @@ def quick_reply(
     else:
         opener = _fill(pick(P.OPEN_NEUTRAL, seed), lang, reg, label)
 
-    pattern = _primary_pattern(board)
+    # Shadow names the primary pattern on the board (last turn's, Coach never waits).
+    pattern = board.primary_pattern if board is not None else None
     if progress and pattern is not PatternClass.STEADY_PROGRESS:
         question = P.QUESTION_BY_PATTERN[PatternClass.STEADY_PROGRESS][0]
     elif pattern is not None and pattern in P.QUESTION_BY_PATTERN:

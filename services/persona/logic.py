@@ -85,7 +85,8 @@ def observe(
         p.goal_sessions = dict(keep[:MAX_TRACKED_GOALS])
 
     if board is not None:
-        p.last_pattern = _board_primary(board)
+        # Shadow names the primary pattern on the board; Persona only carries it.
+        p.last_pattern = board.primary_pattern
         p.progress_reports = sum(g.progress for g in board.goals)
         p.setback_reports = sum(g.setbacks for g in board.goals)
     p.mark_applied(msg.turn_id)
@@ -229,15 +230,3 @@ def growth_opportunities(
     if pattern is not None:
         notes.append(by_pattern[pattern])
     return list(dict.fromkeys(notes))[:6], stretch
-
-
-def _board_primary(board: Blackboard) -> PatternClass | None:
-    """Shadow's primary pattern, recomputed the way Shadow does (occurrence-weighted)."""
-    best: tuple[float, PatternClass | None] = (0.0, None)
-    for rec in board.patterns.values():
-        score = (rec.occurrences + 0.5 * max(0, rec.session_count - 1)) * 0.9 ** max(
-            0, board.turn_count - rec.last_turn
-        )
-        if rec.occurrences >= 1 and score > best[0]:
-            best = (score, rec.pattern)
-    return best[1]

@@ -26,7 +26,7 @@ from coachbus.contracts.payloads import (
     PlasticityPayload,
     Trait,
 )
-from coachbus.contracts.state import PersonaProfile
+from coachbus.contracts.state import Blackboard, PersonaProfile
 from coachbus.text import (
     PROGRESS_RX,
     SETBACK_RX,
@@ -186,8 +186,14 @@ def choose_strategy(
     return S.MOTIVATIONAL_INTERVIEWING, "no clear goal yet: explore with open questions", 0.35
 
 
-def plan(profile: PersonaProfile | None, msg: UserMessage) -> PlasticityPayload:
-    """Preferences and strategy for this turn, from Persona's last stored profile."""
+def plan(
+    profile: PersonaProfile | None, msg: UserMessage, board: Blackboard | None = None
+) -> PlasticityPayload:
+    """Preferences and strategy for this turn, from Persona's last stored profile.
+
+    The remembered pattern is Shadow's, read from the board (``primary_pattern``)
+    when Plasticity has a board view; without one, the copy Persona carries in its
+    profile (the same value, a turn or two later)."""
     t, conf = traits_from_profile(profile)
     fallback_lang = profile.language if profile is not None else None
     lang: Language = detect_language(msg.text, msg.language_hint, fallback_lang)
@@ -200,7 +206,11 @@ def plan(profile: PersonaProfile | None, msg: UserMessage) -> PlasticityPayload:
         )
     else:
         register = "informal"
-    last_pattern = profile.last_pattern if profile is not None else None
+    last_pattern: PatternClass | None
+    if board is not None:
+        last_pattern = board.primary_pattern
+    else:
+        last_pattern = profile.last_pattern if profile is not None else None
     strategy, why, s_conf = choose_strategy(t, last_pattern, msg.text, lang, conf)
     return PlasticityPayload(
         language=lang,

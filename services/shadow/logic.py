@@ -82,6 +82,7 @@ def observe(board: Blackboard | None, msg: UserMessage) -> tuple[Blackboard, Sha
         return base, payload_from_board(base)
     b = base.model_copy(deep=True)
     _apply(b, msg)
+    b.primary_pattern = _primary(b)[0]
     b.mark_applied(msg.turn_id)
     return b, payload_from_board(b)
 
@@ -96,6 +97,7 @@ def refine(
     turn = b.turn_count
     for pattern, q in claims:
         _record_pattern(b, pattern, quote(q, QUOTE_CHARS), msg.session_id, turn)
+    b.primary_pattern = _primary(b)[0]
     return b, payload_from_board(b)
 
 
@@ -388,6 +390,11 @@ def _pattern_evidence(b: Blackboard) -> list[PatternEvidence]:
 
 
 def _primary(b: Blackboard) -> tuple[PatternClass | None, float]:
+    """The user's primary pattern and its confidence: the one formula. Each sure
+    enough pattern (confidence >= PRIMARY_MIN_CONFIDENCE) scores its confidence,
+    faded by PATTERN_RECENCY per turn since it last showed, so a pattern shown now
+    beats a larger one that has gone quiet. Stored on the board
+    (``Blackboard.primary_pattern``) for every other agent to read."""
     best: tuple[float, PatternClass | None, float] = (0.0, None, 0.0)
     for rec in b.patterns.values():
         conf = pattern_confidence(rec)

@@ -103,6 +103,11 @@ class Blackboard(StateRecord):
     turn_count: int = Field(default=0, ge=0)
     language: Language | None = None
     formality: Register | None = None
+    # The user's primary pattern, as Shadow names it (services/shadow/logic.py):
+    # written here so every other agent reads the one answer instead of recomputing
+    # it with a formula of its own. None until Shadow has seen a sure enough pattern
+    # (and on a board written before this field existed, until its next turn).
+    primary_pattern: PatternClass | None = None
     # What the last applied turn was about, so the payload can be recomputed from
     # the board alone (idempotent redelivery).
     last_focus_goal: str | None = None
