@@ -195,3 +195,19 @@ async def test_the_coachs_live_path_opens_the_breaker() -> None:
         with pytest.raises(CircuitOpenError):
             await live.chat(req())
         assert route.call_count == THRESHOLD
+
+
+@respx.mock
+async def test_a_stream_breaking_before_its_first_delta_is_retried() -> None:
+    """One path for chat and stream: an attempt is retried until it hands text out."""
+    early = b'data: {"error": {"message": "engine died", "code": 500}}\n\n'
+    answers = iter([httpx.Response(200, headers=HEADERS, content=early), complete()])
+    route = respx.post(URL).mock(side_effect=lambda _request: next(answers))
+    async with LLMClient(fast_settings()) as client:
+        stream = client.stream(req())
+        async with stream:
+            got = [piece async for piece in stream]
+    assert got == ["All ", "good."]
+    assert route.call_count == 2
+    assert stream.result is not None
+    assert stream.result.attempts == 2

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, Literal, Self
@@ -418,27 +418,59 @@ class LLMClient:
     async def chat(self, req: ChatRequest) -> ChatResult:
         """One completion, validated against ``req.response_model`` if given.
 
-        Raises :class:`OutputError` (with the spent usage) for unusable answers,
+        The stream gathered: one path for both (see :meth:`_call`). Raises
+        :class:`OutputError` (with the spent usage) for unusable answers,
         :class:`LLMTimeoutError`, :class:`CircuitOpenError`, :class:`LLMHTTPError`,
         :class:`LLMConnectionError` or :class:`LLMDisabledError`.
+        """
+        stream = ChatStream(self, req, live=False)
+        async with stream:
+            async for _ in stream:
+                pass
+        assert stream.result is not None  # set whenever the call ends without error
+        return stream.result
+
+    def stream(self, req: ChatRequest) -> ChatStream:
+        """Text deltas as the server produces them; ``.result`` once exhausted."""
+        return ChatStream(self, req)
+
+    async def _call(
+        self, req: ChatRequest, live: bool, out: ChatStream
+    ) -> AsyncGenerator[str, None]:
+        """Every call, ``chat`` and ``stream`` alike: the one state machine.
+
+        An attempt may be retried until it hands text to its caller. A live stream
+        hands out each delta as it arrives, so it is retried only before its first
+        delta; ``chat`` hands out nothing before the end, so a whole answer is
+        retried (an error event halfway through included). The result (or the
+        unusable one, with its usage) lands in ``out.result``.
         """
         endpoint, model = self._route(req.tier)
         timeout = self._timeout(req)
         started = time.perf_counter()
+        deadline = asyncio.get_running_loop().time() + timeout
         outcome: Outcome = "error"
         result: ChatResult | None = None
         try:
             if timeout <= 0:
                 raise LLMTimeoutError(f"{req.agent}: no time left before the call")
-            async with asyncio.timeout(timeout):
-                result, degenerate = await self._chat_attempts(
-                    endpoint, model, req, timeout, started
-                )
-            result = self._finish(req, result, degenerate)
+            answer, delta, attempts = await self._start(
+                endpoint, model, req, started, deadline, live
+            )
+            try:
+                # From here on nothing is retried: the text is the caller's.
+                while delta is not None:
+                    yield delta
+                    delta = await answer.read(deadline, live)
+                answer.succeeded()
+            finally:
+                await answer.close()
+            result = self._result(req, model, answer.acc, started, attempts)
+            out.result = self._finish(req, result, answer.acc.degenerate)
             outcome = "ok"
-            return result
         except OutputError as exc:
             outcome, result = "invalid", exc.result
+            out.result = exc.result
             raise
         except TimeoutError as exc:
             outcome = "timeout"
@@ -454,59 +486,118 @@ class LLMClient:
         finally:
             self._record(req, model, outcome, started, result)
 
-    async def _chat_attempts(
-        self, endpoint: _Endpoint, model: str, req: ChatRequest, budget_s: float, started: float
-    ) -> tuple[ChatResult, bool]:
+    async def _start(
+        self,
+        endpoint: _Endpoint,
+        model: str,
+        req: ChatRequest,
+        started: float,
+        deadline: float,
+        live: bool,
+    ) -> tuple[_Answer, str | None, int]:
+        """Attempts until one answer is under way: its first delta read (``live``),
+        or all of it. Returns the open answer, that delta and the attempts made."""
+        retrying = aiter(self._retrying(deadline - asyncio.get_running_loop().time()))
         attempts = 0
-        async for attempt in self._retrying(budget_s):
+        while True:
+            # The back-off sleeps here: bounded by the call's deadline like the rest.
+            async with asyncio.timeout_at(deadline):
+                attempt = await anext(retrying)  # re-raises the last error when done
             with attempt:
                 attempts += 1
-                async with endpoint.semaphore:
-                    body = self._body(req, model, endpoint.mode)
-                    resp = await self._open(endpoint, body)
-                    acc = _Accumulator(started, self.settings.whitespace_run_limit)
+                async with asyncio.timeout_at(deadline):
+                    await endpoint.semaphore.acquire()
                     try:
-                        async for event in chunks(resp):
-                            acc.feed(event)
-                            if acc.degenerate:
-                                break
-                    except httpx.TransportError as exc:
-                        endpoint.breaker.record_failure()
-                        raise LLMConnectionError(f"stream broke: {exc}") from exc
-                    except LLMHTTPError:
-                        endpoint.breaker.record_failure()
-                        raise
+                        resp = await self._open(endpoint, self._body(req, model, endpoint.mode))
                     except BaseException:
-                        endpoint.breaker.release_probe()
+                        endpoint.semaphore.release()
                         raise
-                    finally:
-                        await resp.aclose()
-                    endpoint.breaker.record_success()
-                    return self._result(req, model, acc, started, attempts), acc.degenerate
-        raise AssertionError("unreachable: stamina re-raises the last error")
+                acc = _Accumulator(started, self.settings.whitespace_run_limit)
+                answer = _Answer(endpoint, resp, acc)
+                try:
+                    delta = await answer.read(deadline, live)
+                except BaseException:
+                    await answer.close()
+                    raise
+                return answer, delta, attempts
 
-    def stream(self, req: ChatRequest) -> ChatStream:
-        """Text deltas as the server produces them; ``.result`` once exhausted."""
-        return ChatStream(self, req)
+
+class _Answer:
+    """One attempt's response being read. It holds its endpoint's concurrency slot
+    until closed, and gives the breaker its verdict: a failure when the answer
+    breaks (an error event, a dropped connection; also after tokens reached the
+    caller, which is how the Coach's live path fails), a success when it ends, and
+    neither when the caller leaves early or the deadline cuts it.
+    """
+
+    def __init__(self, endpoint: _Endpoint, resp: httpx.Response, acc: _Accumulator) -> None:
+        self.endpoint = endpoint
+        self.resp = resp
+        self.acc = acc
+        self.events = chunks(resp)
+        self._judged = False
+
+    async def read(self, deadline: float, live: bool) -> str | None:
+        """The next content delta (``live``), or None once the answer has ended
+        (read to its end otherwise). A degenerate whitespace run ends it early."""
+        acc = self.acc
+        try:
+            # A timeout scope per read, not wait_for: that would start a task per event.
+            async with asyncio.timeout_at(deadline):
+                async for event in self.events:
+                    delta = acc.feed(event)
+                    if acc.degenerate:
+                        return None
+                    if delta and live:
+                        return delta
+        except httpx.TransportError as exc:
+            self._judge(failed=True)
+            raise LLMConnectionError(f"stream broke: {exc}") from exc
+        except LLMHTTPError:
+            self._judge(failed=True)
+            raise
+        return None
+
+    def succeeded(self) -> None:
+        self._judge(failed=False)
+
+    def _judge(self, *, failed: bool) -> None:
+        if failed:
+            self.endpoint.breaker.record_failure()
+        else:
+            self.endpoint.breaker.record_success()
+        self._judged = True
+
+    async def close(self) -> None:
+        if not self._judged:
+            self.endpoint.breaker.release_probe()
+        try:
+            with contextlib.suppress(Exception):
+                await self.events.aclose()
+            await self.resp.aclose()
+        finally:
+            self.endpoint.semaphore.release()
 
 
 class ChatStream:
     """``async for delta in client.stream(req)`` yields content deltas (reasoning is
     skipped). After the loop, :attr:`result` holds the full :class:`ChatResult`
-    with usage. Retries cover connecting only: nothing is retried once a token has
-    reached the caller. Use ``async with`` to release the connection at once when
-    breaking out of the loop early.
+    with usage. Nothing is retried once a delta has reached the caller. Use
+    ``async with`` to release the connection at once when breaking out early.
+    ``chat`` is this stream gathered (``live=False``: nothing is handed out before
+    the end).
     """
 
-    def __init__(self, client: LLMClient, req: ChatRequest) -> None:
+    def __init__(self, client: LLMClient, req: ChatRequest, *, live: bool = True) -> None:
         self._client = client
         self._req = req
+        self._live = live
         self.result: ChatResult | None = None
-        self._gen: AsyncIterator[str] | None = None
+        self._gen: AsyncGenerator[str, None] | None = None
 
     def __aiter__(self) -> AsyncIterator[str]:
         if self._gen is None:
-            self._gen = self._run()
+            self._gen = self._client._call(self._req, self._live, self)
         return self._gen
 
     async def __aenter__(self) -> Self:
@@ -521,90 +612,5 @@ class ChatStream:
         await self.aclose()
 
     async def aclose(self) -> None:
-        gen = self._gen
-        if gen is not None and hasattr(gen, "aclose"):
-            await gen.aclose()
-
-    async def _run(self) -> AsyncIterator[str]:
-        client, req = self._client, self._req
-        endpoint, model = client._route(req.tier)
-        timeout = client._timeout(req)
-        started = time.perf_counter()
-        deadline = started + timeout
-        outcome: Outcome = "error"
-        result: ChatResult | None = None
-        attempts = 0
-        try:
-            if timeout <= 0:
-                raise LLMTimeoutError(f"{req.agent}: no time left before the call")
-            async with endpoint.semaphore:
-                try:
-                    async with asyncio.timeout(timeout):
-                        async for attempt in client._retrying(timeout):
-                            with attempt:
-                                attempts += 1
-                                resp = await client._open(
-                                    endpoint, client._body(req, model, endpoint.mode)
-                                )
-                except TimeoutError as exc:
-                    raise LLMTimeoutError(
-                        f"{req.agent}: no connection within {timeout:.2f}s"
-                    ) from exc
-                acc = _Accumulator(started, client.settings.whitespace_run_limit)
-                events = chunks(resp)
-                try:
-                    while True:
-                        remaining = deadline - time.perf_counter()
-                        if remaining <= 0:
-                            raise LLMTimeoutError(f"{req.agent}: stream exceeded {timeout:.2f}s")
-                        try:
-                            # A timeout scope, not wait_for: that would start a task
-                            # per event, and there is one event per token.
-                            async with asyncio.timeout(remaining):
-                                event = await anext(events)
-                        except StopAsyncIteration:
-                            break
-                        except TimeoutError as exc:
-                            raise LLMTimeoutError(
-                                f"{req.agent}: stream exceeded {timeout:.2f}s"
-                            ) from exc
-                        delta = acc.feed(event)
-                        if acc.degenerate:
-                            break
-                        if delta:
-                            yield delta
-                    endpoint.breaker.record_success()
-                except httpx.TransportError as exc:
-                    endpoint.breaker.record_failure()
-                    raise LLMConnectionError(f"stream broke: {exc}") from exc
-                except LLMHTTPError:
-                    # An error event in the middle of the stream (the engine died after
-                    # the headers): a failed call, counted as ``chat`` counts it. Without
-                    # this the Coach's live path, which only streams, never opened the
-                    # breaker. The caller leaving early (GeneratorExit) and a stall past
-                    # the agent's deadline are not the server's fault: neither counts.
-                    endpoint.breaker.record_failure()
-                    raise
-                finally:
-                    endpoint.breaker.release_probe()
-                    with contextlib.suppress(Exception):
-                        await events.aclose()  # type: ignore[attr-defined]
-                    await resp.aclose()
-            result = client._result(req, model, acc, started, attempts)
-            self.result = client._finish(req, result, acc.degenerate)
-            outcome = "ok"
-        except OutputError as exc:
-            outcome, result = "invalid", exc.result
-            self.result = exc.result
-            raise
-        except TimeoutError:
-            outcome = "timeout"
-            raise
-        except CircuitOpenError:
-            outcome = "circuit_open"
-            raise
-        except LLMHTTPError:
-            outcome = "http_error"
-            raise
-        finally:
-            client._record(req, model, outcome, started, result)
+        if self._gen is not None:
+            await self._gen.aclose()

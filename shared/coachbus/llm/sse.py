@@ -15,7 +15,7 @@ turn, so this module keeps the per-event work small:
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import httpx
@@ -73,7 +73,7 @@ def _data_of(event: bytes) -> bytes | None:
     return b"\n".join(parts) if parts else None
 
 
-async def chunks(resp: httpx.Response) -> AsyncIterator[Chunk]:
+async def chunks(resp: httpx.Response) -> AsyncGenerator[Chunk, None]:
     """The completion's chunks: one per event of a stream, or the one JSON body of a
     server that did not stream. Ends at ``[DONE]`` or at the end of the body."""
     if "text/event-stream" not in resp.headers.get("content-type", ""):
