@@ -7,20 +7,20 @@ growing text while it streams (``partial=True``) and on the whole reply.
 
 from __future__ import annotations
 
-import re
-
 from pydantic import BaseModel, ConfigDict, Field
 
 from coachbus.contracts.payloads import CoachPayload
 from coachbus.llm import Message, PromptBuilder, PromptContext
+
+# Re-exported: the stream shows nothing before the language can be judged.
+from coachbus.replycheck import LANGUAGE_AFTER_WORDS as LANGUAGE_AFTER_WORDS
+from coachbus.replycheck import check_reply
 from coachbus.safety import CATALOGUE
-from coachbus.text import Register, detect_language, find_markers, word_count
+from coachbus.text import Register
 
 AGENT = "coach"
 MIN_WORDS = 6
 MAX_WORDS = 90
-# Words needed before the language of a partial reply can be judged.
-LANGUAGE_AFTER_WORDS = 6
 
 
 class CoachDraft(BaseModel):
@@ -83,47 +83,25 @@ def messages(
     ).messages
 
 
-_ARTEFACTS = re.compile(
-    r"\b(?:shadow|persona|plasticity|stability agent|synth|coachbus|blackboard|payload|"
-    r"OCEAN|BFI-?10)\b|[{}\[\]<>]|\"\w+\"\s*:|\b[a-z]+_[a-z0-9_]+\b",
-    re.I,
-)
-_DU_FORMS = re.compile(r"\b(?:du|dich|dir|dein|deine|deinen|deinem|deiner|deines)\b", re.I)
-_SIE_FORMS = re.compile(r"\b(?:Ihnen|Ihr|Ihre|Ihren|Ihrem|Ihrer|Ihres)\b|(?<![.!?:]\s)\bSie\b")
-
-
 def problems(
     text: str, payload: CoachPayload, register: Register, *, partial: bool = False
 ) -> list[str]:
     """What is wrong with a (partial) reply; empty means it may be shown.
 
-    On a partial reply only what cannot be undone by more text is judged: a
-    blocked step, an artefact, the wrong language or register. Length is judged
-    on the whole reply.
+    The one reply checker (coachbus.replycheck), which Synth uses too: on a
+    partial reply only what more text cannot undo is judged (a blocked step, an
+    artefact, the wrong language or register); length on the whole reply.
     """
-    out: list[str] = []
     markers = [m for s in payload.avoided_steps if s in CATALOGUE for m in CATALOGUE[s].markers]
-    for marker in find_markers(text, markers):
-        out.append(f"blocked step mentioned: {marker!r}")
-    artefact = _ARTEFACTS.search(text)
-    if artefact:
-        out.append(f"merge artefact: {artefact.group(0)!r}")
-    words = word_count(text)
-    if words >= LANGUAGE_AFTER_WORDS:
-        lang = detect_language(text)
-        if lang != payload.language:
-            out.append(f"wrong language: {lang}, expected {payload.language}")
-    if payload.language == "de":
-        if register == "formal" and _DU_FORMS.search(text):
-            out.append("register: du-form in a Sie reply")
-        if register == "informal" and _SIE_FORMS.search(text):
-            out.append("register: Sie-form in a du reply")
-    if not partial:
-        if words < MIN_WORDS:
-            out.append(f"too short: {words} words, minimum {MIN_WORDS}")
-        if words > MAX_WORDS:
-            out.append(f"too long: {words} words, maximum {MAX_WORDS}")
-    return out
+    return check_reply(
+        text,
+        language=payload.language,
+        register=register,
+        markers=markers,
+        min_words=MIN_WORDS,
+        max_words=MAX_WORDS,
+        partial=partial,
+    )
 
 
 def longest_marker(payload: CoachPayload) -> int:

@@ -52,6 +52,7 @@ from coachbus.contracts.payloads import (
     TurnSignal,
 )
 from coachbus.crisis import is_crisis, needs_check_in, screen_crisis, worse
+from coachbus.replycheck import check_reply
 from coachbus.safety import (
     CATALOGUE,
     check_in_reply,
@@ -73,7 +74,6 @@ from coachbus.text import (
     seed_of,
     sentences,
     topics_of,
-    word_count,
 )
 from services.synth import render as _render
 
@@ -289,8 +289,7 @@ def build_sheet(
                 if sid in CATALOGUE and sid not in never:
                     never[sid] = CATALOGUE[sid].blocked(0.7)
     heading_for_risk = any(
-        b.step_id in CATALOGUE and CATALOGUE[b.step_id].heads_for(msg.text)
-        for b in never.values()
+        b.step_id in CATALOGUE and CATALOGUE[b.step_id].heads_for(msg.text) for b in never.values()
     ) or (stab is not None and stab.payload.overall == "high")
 
     after_crisis = (stab is not None and stab.payload.post_crisis) or (
@@ -333,10 +332,7 @@ def build_sheet(
                 winner="stability",
                 overruled="plasticity",
                 rule="crisis_first",
-                detail=(
-                    f"{_SAFETY_MODE_NAMES[mode]}: "
-                    f"{strategy.value} coaching suspended"
-                ),
+                detail=(f"{_SAFETY_MODE_NAMES[mode]}: {strategy.value} coaching suspended"),
             )
         )
     if (mode != "coach" or gentle) and plast is not None and tone.challenge > SAFE_CHALLENGE:
@@ -529,57 +525,22 @@ def render(sheet: DecisionSheet) -> str:
     return _render.render(sheet)
 
 
-_AGENT_NAMES = re.compile(r"\b(?:shadow|persona|plasticity|synth|coachbus)\b", re.I)
-# "stability" and "coach" are ordinary words; flag them only as labels.
-_AGENT_LABELS = re.compile(
-    r"\bStability\b(?!\s+(?:of|in|and))|\b(?:stability|coach)\s*(?::|agent\b|says\b|said\b)", re.I
-)
-_FIELD_NAMES = re.compile(
-    r"\b[a-z]+_[a-z0-9_]+\b|\b(?:OCEAN|BFI-?10|JSON|payload|blackboard|decision sheet)\b"
-)
-_JSON = re.compile(r"[{}]|\"\w+\"\s*:|\bnull\b")
-_BRACKETS = re.compile(r"\[[^\]]*\]|<[^>]+>|\bTODO\b|\bN/A\b|\bTBD\b")
-_DU_FORMS = re.compile(r"\b(?:du|dich|dir|dein|deine|deinen|deinem|deiner|deines)\b", re.I)
-_SIE_FORMS = re.compile(r"\b(?:Sie|Ihnen|Ihr|Ihre|Ihren|Ihrem|Ihrer|Ihres)\b")
-
-
 def validate(text: str, sheet: DecisionSheet) -> list[str]:
-    """Problems with a reply, judged against the sheet; empty means it may be sent."""
-    problems: list[str] = []
+    """Problems with a reply, judged against the sheet; empty means it may be sent.
+
+    The one reply checker (coachbus.replycheck), which Coach uses too, plus what
+    only the sheet knows: the help lines a crisis or check-in reply must carry.
+    """
     if not text.strip():
         return ["empty reply"]
-    markers = [m for b in sheet.never_say for m in b.markers]
-    for marker in find_markers(text, markers):
-        problems.append(f"blocked step mentioned: {marker!r}")
-    for rx, what in (
-        (_AGENT_NAMES, "agent name"),
-        (_AGENT_LABELS, "agent label"),
-        (_FIELD_NAMES, "field name"),
-        (_JSON, "JSON fragment"),
-        (_BRACKETS, "bracketed marker"),
-    ):
-        m = rx.search(text)
-        if m:
-            problems.append(f"merge artefact ({what}): {m.group(0)!r}")
-    lang = detect_language(text)
-    if lang != sheet.language:
-        problems.append(f"wrong language: {lang}, expected {sheet.language}")
-    if sheet.language == "de":
-        if sheet.formality == "formal" and _DU_FORMS.search(text):
-            problems.append("register: du-form in a Sie reply")
-        if sheet.formality == "informal":
-            mid = [
-                m
-                for m in _SIE_FORMS.finditer(text)
-                if m.start() > 0 and text[: m.start()].rstrip()[-1:] not in '.!?:„"—-'
-            ]
-            if mid:
-                problems.append(f"register: Sie-form in a du reply ({mid[0].group(0)!r})")
-    n = word_count(text)
-    if n < sheet.min_words:
-        problems.append(f"too short: {n} words, minimum {sheet.min_words}")
-    if n > sheet.max_words:
-        problems.append(f"too long: {n} words, maximum {sheet.max_words}")
+    problems = check_reply(
+        text,
+        language=sheet.language,
+        register=sheet.formality,
+        markers=[m for b in sheet.never_say for m in b.markers],
+        min_words=sheet.min_words,
+        max_words=sheet.max_words,
+    )
     if sheet.mode in ("care", "check_in") and not any(r in text for r in sheet.resources):
         problems.append(f"{sheet.mode} reply lacks its help line")
     if sheet.mode == "crisis":

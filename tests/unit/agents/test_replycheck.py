@@ -1,0 +1,82 @@
+"""One reply checker for Coach and Synth: the same du/Sie rule on both."""
+
+from __future__ import annotations
+
+import pytest
+
+from coachbus.contracts.payloads import (
+    CoachingStrategy,
+    CoachPayload,
+    CrisisCategory,
+    CrisisScreen,
+    DecisionSheet,
+    SheetTone,
+)
+from coachbus.replycheck import check_reply, register_problem
+from coachbus.text import Register
+from services.coach.prompts import problems
+from services.synth.logic import validate
+
+pytestmark = pytest.mark.unit
+
+
+def _coach(text: str, register: Register) -> list[str]:
+    payload = CoachPayload(text=text, language="de", crisis_mode=False, grounded_on=[])
+    return [p for p in problems(text, payload, register) if p.startswith("register")]
+
+
+def _synth(text: str, register: Register) -> list[str]:
+    sheet = DecisionSheet(
+        language="de",
+        formality=register,
+        reading_level="standard",
+        length="medium",
+        min_words=0,
+        max_words=200,
+        tone=SheetTone(warmth=0.6, directness=0.5, challenge=0.3, autonomy_support=0.6),
+        strategy=CoachingStrategy.MOTIVATIONAL_INTERVIEWING,
+        mode="coach",
+        crisis=CrisisScreen(
+            category=CrisisCategory.NONE, confidence=0.9, matched=[], escalated=False
+        ),
+    )
+    return [p for p in validate(text, sheet) if p.startswith("register")]
+
+
+# (reply, register it is written in, whether it keeps the du/Sie rule)
+CASES: list[tuple[str, Register, bool]] = [
+    # Quoted speech is someone's words, not our address.
+    ("Deine Freundin hat gesagt: „Sie schaffen das.“ Was denkst du darüber?", "informal", True),
+    ('Deine Freundin hat gesagt: "Sie schaffen das." Was denkst du darüber?', "informal", True),
+    ("Ihre Chefin sagt oft „Du schaffst das schon“. Was meinen Sie dazu?", "formal", True),
+    # A sentence-initial possessive about a third person ("her advice").
+    ("Du warst bei deiner Ärztin. Ihr Rat klingt vernünftig, findest du nicht?", "informal", True),
+    ("Sie war gestern da. Wie geht es dir damit?", "informal", True),
+    # Real slips are still caught.
+    ("Wann wollen Sie diese Woche laufen gehen, und wie oft?", "informal", False),
+    ("Das ist Ihr Plan, und ich finde ihn gut.", "informal", False),
+    ("Wann willst du diese Woche laufen gehen, und wie oft?", "formal", False),
+    ("Wie geht es Ihnen, und was macht dein Plan?", "formal", False),
+]
+
+
+@pytest.mark.parametrize(("text", "register", "ok"), CASES)
+def test_coach_and_synth_apply_one_register_rule(text: str, register: Register, ok: bool) -> None:
+    assert (register_problem(text, register) is None) is ok
+    assert (not _coach(text, register)) is ok
+    assert (not _synth(text, register)) is ok
+
+
+def test_an_open_quote_while_streaming_is_not_judged_yet() -> None:
+    text = "Deine Freundin sagt immer: „Sie schaffen"
+    assert register_problem(text, "informal", partial=True) is None
+    text = "Ihre Chefin sagt immer „du schaffst"
+    assert register_problem(text, "formal", partial=True) is None
+    assert register_problem(text, "formal") is not None
+
+
+def test_partial_replies_are_not_judged_on_length_or_early_language() -> None:
+    assert check_reply("Run", language="de", register="informal", min_words=6, partial=True) == []
+    whole = check_reply("Run", language="de", register="informal", min_words=6)
+    assert any(p.startswith("too short") for p in whole)
+    assert any(p.startswith("wrong language") for p in whole)
