@@ -3,16 +3,24 @@
 Everything here is deterministic, dependency-free and linear in the length of the
 text: regexes are compiled once at import time, and no function builds anything
 quadratic in the number of words. English and German are supported.
+
+The word lists are data, read once at import from ``coachbus/content/``:
+``stop_words.toml`` (language detection, content stems), ``topics.toml`` (life
+domains: their cues and how a reply names them), ``goals.toml`` (how a goal is
+stated) and ``cues.toml`` (setback, progress and worry). This module assembles
+them into regexes; the files hold no logic.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+import string
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeVar
 
+from coachbus import content as C
 from coachbus.normalize import normalize
 
 Language = Literal["en", "de"]
@@ -26,22 +34,18 @@ _SPACE = re.compile(r"\s+")
 
 # --------------------------------------------------------------------------- language
 
-_EN_STOP_WORDS = (
-    "the a an and or but i you he she it we they my your is are was were be been have has "
-    "had do does did not no to of in on at for with this that what how why when just so "
-    "me myself am can can't don't didn't won't i'm i've i'll it's again really want "
-    "would should could week today tomorrow yesterday work because about"
-)
-_DE_STOP_WORDS = (
-    "der die das und oder aber ich du er sie es wir ihr mein meine dein deine ist sind war "
-    "waren sein bin bist habe hast hat haben nicht kein keine zu von im in am an auf für mit "
-    "dies diese dieser was wie warum wann nur so mich mir dich dir wieder wirklich will möchte "
-    "sollte könnte woche heute morgen gestern arbeit weil über schon noch auch doch mal einen "
-    "eine einem einer den dem des ja nein"
-)
-# Read in the normaliser's form (ä as ae, "don't" as "do not"), like every screen.
-_EN_STOP = frozenset(normalize(_EN_STOP_WORDS).split())
-_DE_STOP = frozenset(normalize(_DE_STOP_WORDS).split())
+_PKG = "coachbus.content"
+
+
+def _stop_words() -> tuple[frozenset[str], frozenset[str]]:
+    doc = C.read(_PKG, "stop_words.toml")
+    C.only(doc, doc.raw, ("en", "de"), "")
+    # Read in the normaliser's form (ä as ae, "don't" as "do not"), like every screen.
+    en, de = (frozenset(normalize(C.text(doc, doc.raw.get(k), k)).split()) for k in ("en", "de"))
+    return en, de
+
+
+_EN_STOP, _DE_STOP = _stop_words()
 _TOKEN = re.compile(r"[a-z]+")
 _UMLAUT = re.compile(r"[äöüßÄÖÜ]")
 
@@ -174,67 +178,6 @@ def jaccard(a: Iterable[str], b: Iterable[str]) -> float:
 
 # --------------------------------------------------------------------------- topics
 
-# Life domains we can recognise, in priority order: when a sentence touches several,
-# the more specific domain names the goal ("quit my job for my startup" is about the
-# startup, not about the job).
-TOPIC_ORDER: tuple[str, ...] = (
-    "business",
-    "writing",
-    "music",
-    "fitness",
-    "nutrition",
-    "sleep",
-    "study",
-    "mindfulness",
-    "screen_time",
-    "substances",
-    "household",
-    "money",
-    "relationships",
-    "work",
-)
-
-_TOPIC_PATTERNS: dict[str, str] = {
-    "business": r"start-?ups?|side[- ]?(?:project|hustle|business)|(?:my|own|a) business|"
-    r"founder|found(?:ing)? a company|gründ\w*|selbstständig\w*|selbständig\w*|"
-    r"(?:eigene[nm]?|meine[nm]?) (?:firma|laden|café|unternehmen)|geschäftsidee|kunden|customers?",
-    "writing": r"writ\w*|wrote|novel|book|blog\w*|chapters?|manuscript|essay|"
-    r"schreib\w*|geschrieben|roman\w*|buch\b|kapitel|manuskript",
-    "music": r"guitar|piano|sing\w*|music\w*|instrument|gitarre|klavier|musik\w*|üben",
-    "fitness": r"run\b|runs\b|running|ran\b|jog\w*|gym|workouts?|exercis\w*|training|train\b|"
-    r"marathon|\d+k\b|yoga|swim\w*|cycling|bike|lauf\w*|laufen|gelaufen|joggen|sport\w*|"
-    r"fitness\w*|schwimm\w*|rad fahren|radfahren|trainier\w*",
-    "nutrition": r"diet\w*|eat\w*|ate\b|sugar|snack\w*|weight|calorie\w*|lose \d+ ?(?:kg|pounds)|"
-    r"cook\w*|meal\w*|abnehm\w*|ernähr\w*|essen|gegessen|zucker|süßigkeiten|kilo|diät\w*|kochen",
-    "sleep": r"sleep\w*|slept|bed(?:time)?\b|insomnia|tired|schlaf\w*|geschlafen|müde|ins bett",
-    "study": r"stud(?:y|ying|ied)|exams?|thesis|course\w*|learn\w*|spanish|french|"
-    r"lern\w*|prüfung\w*|klausur\w*|studium|bachelorarbeit|masterarbeit|kurs\w*|sprache",
-    "mindfulness": r"meditat\w*|journal\w*|mindful\w*|breath\w*|tagebuch|achtsam\w*|atem\w*",
-    "screen_time": r"phone|instagram|tiktok|social media|scroll\w*|netflix|youtube|gaming|"
-    r"handy|serien?|zocken|bildschirm",
-    "substances": r"smok\w*|cigarettes?|alcohol|drinking|beer|wine|vap\w*|rauch\w*|"
-    r"zigarett\w*|alkohol|bier|wein",
-    "household": r"clean\w*|tidy\w*|declutter\w*|laundry|apartment|flat\b|aufräum\w*|"
-    r"putzen|wohnung|haushalt|wäsche|ausmisten",
-    "money": r"sav(?:e|ing|ings)\b|money|budget\w*|debts?|loan|invest\w*|spar\w*|geld|"
-    r"schulden|kredit|ersparnis\w*|erspartes|finanz\w*",
-    "relationships": r"partner|wife|husband|girlfriend|boyfriend|kids?|children|family|"
-    r"friends?|mum|mom|dad|mother|father|sister|brother|familie|freund\w*|kinder|"
-    r"mann\b|frau\b|mutter|vater|schwester|bruder|eltern",
-    "work": r"job|boss|career|office|colleagues?|manager|promotion|work\b|working|notice\b|"
-    r"resign\w*|kündig\w*|"
-    r"beruf\w*|arbeit\w*|chef\w*|kolleg\w*|büro|karriere|beförder\w*|stelle\b",
-}
-
-TOPIC_REGEX: dict[str, re.Pattern[str]] = {
-    t: re.compile(rf"\b(?:{p})", re.I) for t, p in _TOPIC_PATTERNS.items()
-}
-
-
-def topics_of(text: str) -> list[str]:
-    """Topics mentioned in the text, most specific first (TOPIC_ORDER)."""
-    return [t for t in TOPIC_ORDER if TOPIC_REGEX[t].search(text)]
-
 
 @dataclass(frozen=True, slots=True)
 class TopicLabel:
@@ -247,58 +190,65 @@ class TopicLabel:
     de_bei: str  # "beim Training", "bei der Gründungsidee"
     de_mit: str  # "mit dem Training", "mit der Gründungsidee"
 
+    def forms(self) -> dict[str, str]:
+        """The label's placeholders ({en}, {de_bei}, …), and each German form with a
+        capital first letter for a sentence that starts with it ({De_bei})."""
+        out = {"en": self.en}
+        for case, form in (
+            ("nom", self.de_nom),
+            ("acc", self.de_acc),
+            ("bei", self.de_bei),
+            ("mit", self.de_mit),
+        ):
+            out[f"de_{case}"] = form
+            out[f"De_{case}"] = form[:1].upper() + form[1:]
+        return out
 
-TOPIC_LABELS: dict[str, TopicLabel] = {
-    "business": TopicLabel(
-        "startup",
-        "die Gründungsidee",
-        "die Gründungsidee",
-        "bei der Gründungsidee",
-        "mit der Gründungsidee",
-    ),
-    "writing": TopicLabel(
-        "writing", "das Schreiben", "das Schreiben", "beim Schreiben", "mit dem Schreiben"
-    ),
-    "music": TopicLabel("practice", "das Üben", "das Üben", "beim Üben", "mit dem Üben"),
-    "fitness": TopicLabel(
-        "training", "das Training", "das Training", "beim Training", "mit dem Training"
-    ),
-    "nutrition": TopicLabel(
-        "eating", "die Ernährung", "die Ernährung", "bei der Ernährung", "mit der Ernährung"
-    ),
-    "sleep": TopicLabel("sleep", "der Schlaf", "den Schlaf", "beim Schlaf", "mit dem Schlaf"),
-    "study": TopicLabel("studying", "das Lernen", "das Lernen", "beim Lernen", "mit dem Lernen"),
-    "mindfulness": TopicLabel(
-        "practice", "die Übung", "die Übung", "bei der Übung", "mit der Übung"
-    ),
-    "screen_time": TopicLabel(
-        "screen time",
-        "die Bildschirmzeit",
-        "die Bildschirmzeit",
-        "bei der Bildschirmzeit",
-        "mit der Bildschirmzeit",
-    ),
-    "substances": TopicLabel(
-        "habit", "die Gewohnheit", "die Gewohnheit", "bei der Gewohnheit", "mit der Gewohnheit"
-    ),
-    "household": TopicLabel(
-        "home", "der Haushalt", "den Haushalt", "beim Haushalt", "mit dem Haushalt"
-    ),
-    "money": TopicLabel(
-        "finances", "die Finanzen", "die Finanzen", "bei den Finanzen", "mit den Finanzen"
-    ),
-    "relationships": TopicLabel(
-        "relationships",
-        "die Beziehungen",
-        "die Beziehungen",
-        "in den Beziehungen",
-        "mit den Beziehungen",
-    ),
-    "work": TopicLabel("work", "die Arbeit", "die Arbeit", "bei der Arbeit", "mit der Arbeit"),
+
+_LABEL_KEYS = ("en", "nom", "acc", "bei", "mit")
+
+
+def _label(doc: C.Doc, value: object, at: str) -> TopicLabel:
+    raw = C.table(doc, value, at)
+    C.only(doc, raw, _LABEL_KEYS, at)
+    return TopicLabel(*(C.text(doc, raw.get(k), C.join(at, k)) for k in _LABEL_KEYS))
+
+
+def _topics() -> tuple[tuple[str, ...], dict[str, str], dict[str, TopicLabel], TopicLabel]:
+    doc = C.read(_PKG, "topics.toml")
+    C.only(doc, doc.raw, ("generic", "domain"), "")
+    generic = C.table(doc, doc.raw.get("generic"), "generic")
+    C.only(doc, generic, ("label",), "generic")
+    order: list[str] = []
+    patterns: dict[str, str] = {}
+    labels: dict[str, TopicLabel] = {}
+    for i, raw in enumerate(C.array(doc, doc.raw.get("domain"), "domain")):
+        at = f"domain[{i}]"
+        C.only(doc, C.table(doc, raw, at), ("id", "cues", "label"), at)
+        topic = C.text(doc, raw.get("id"), f"{at}.id")
+        if topic in patterns:
+            raise doc.fail(f"{at}.id", f"{topic!r} is listed twice")
+        order.append(topic)
+        patterns[topic] = C.pattern(
+            doc, "|".join(C.texts(doc, raw.get("cues"), f"{at}.cues")), f"{at}.cues", re.I
+        )
+        labels[topic] = _label(doc, raw.get("label"), f"{at}.label")
+    return tuple(order), patterns, labels, _label(doc, generic.get("label"), "generic.label")
+
+
+# Life domains we can recognise, in priority order (the order of topics.toml): when a
+# sentence touches several, the more specific domain names the goal ("quit my job for
+# my startup" is about the startup, not about the job).
+TOPIC_ORDER, _TOPIC_PATTERNS, TOPIC_LABELS, GENERIC_LABEL = _topics()
+
+TOPIC_REGEX: dict[str, re.Pattern[str]] = {
+    t: re.compile(rf"\b(?:{p})", re.I) for t, p in _TOPIC_PATTERNS.items()
 }
-GENERIC_LABEL = TopicLabel(
-    "plan", "das Vorhaben", "das Vorhaben", "beim Vorhaben", "mit dem Vorhaben"
-)
+
+
+def topics_of(text: str) -> list[str]:
+    """Topics mentioned in the text, most specific first (TOPIC_ORDER)."""
+    return [t for t in TOPIC_ORDER if TOPIC_REGEX[t].search(text)]
 
 
 def topic_label(topic: str | None) -> TopicLabel:
@@ -307,45 +257,29 @@ def topic_label(topic: str | None) -> TopicLabel:
 
 # --------------------------------------------------------------------------- goals
 
-_EN_GOAL = re.compile(
-    r"\b(?:i\s+(?:really\s+|still\s+|finally\s+|also\s+|just\s+|seriously\s+)?"
-    r"(?:want|wanna|need|plan|intend|hope|aim|mean|'d\s+like|would\s+like|'m\s+going|"
-    r"am\s+going|'m\s+gonna|am\s+gonna|will|'ll|have\s+decided|'ve\s+decided|decided|"
-    r"'m\s+determined|am\s+determined)\s+(?:to\s+)?|"
-    r"my\s+(?:main\s+|big\s+|new\s+|real\s+)?(?:goal|plan|aim|resolution|dream)\s+"
-    r"(?:is|was|for\s+\w+\s+is)\s+(?:to\s+)?|"
-    r"this\s+(?:week|month|year|time)\s+i(?:'ll|\s+will|\s+want\s+to)\s+)"
-    r"(?P<goal>[^.!?;\n]+)",
-    re.I,
-)
-_DE_GOAL = re.compile(
-    r"\b(?:ich\s+(?:will|möchte|werde|plane|wollte|würde\s+gerne?|hätte\s+gerne?|"
-    r"nehme\s+mir\s+vor|habe\s+mir\s+vorgenommen,?|hab\s+mir\s+vorgenommen,?|"
-    r"habe\s+vor,?|hab\s+vor,?)|"
-    r"mein\s+(?:großes\s+|neues\s+|eigentliches\s+)?(?:ziel|vorsatz|plan|traum)\s+"
-    r"(?:ist|war)(?:\s+es)?,?|"
-    r"diese\s+woche\s+(?:will|möchte|werde)\s+ich|"
-    # Verb-second order after an adverb: "Außerdem will ich …", "Jetzt möchte ich …".
-    r"(?:außerdem|jetzt|dann|auch|endlich|nun|ab\s+sofort|dieses\s+jahr)\s+"
-    r"(?:will|möchte|werde)\s+ich(?:\s+(?:auch|endlich|unbedingt|wirklich))?)"
-    r"\s+(?P<goal>[^.!?;\n]+)",
-    re.I,
-)
-# Clause ends that are not part of the goal itself.
-_GOAL_TAIL = re.compile(
-    r"\s*(?:,\s*|\s+)(?:but|because|since|although|though|so that|and then i|aber|weil|"
-    r"obwohl|denn|doch|jedoch)\b.*$",
-    re.I,
-)
-# "I want to tell you", "ich will ehrlich sein": speech acts, not goals.
-_NOT_A_GOAL = re.compile(
-    r"^(?:tell|know|say|ask|admit|mention|be honest|talk|explain|understand|share|see|"
-    r"thank|apologi[sz]e|hear|check|make sure you|not|never|nicht|kein\w*|nie\b|"
-    r"dir\s+(?:sagen|erzählen)|ihnen\s+(?:sagen|erzählen)|ehrlich|sagen|wissen|fragen|"
-    r"erzählen|mal\s+(?:sagen|fragen)|dass\b|that\b|this\b|it\b|das\b|es\b)",
-    re.I,
-)
-_MAX_GOAL_WORDS = 18
+
+def _goals() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str], re.Pattern[str], int]:
+    doc = C.read(_PKG, "goals.toml")
+    C.only(doc, doc.raw, ("en", "de", "tail", "not_a_goal", "max_words"), "")
+    alts = {
+        k: "|".join(C.texts(doc, doc.raw.get(k), k)) for k in ("en", "de", "tail", "not_a_goal")
+    }
+    body = r"(?P<goal>[^.!?;\n]+)"
+    # English lead-ins end in their own whitespace ("… to "), German ones do not.
+    sources = {
+        "en": rf"\b(?:{alts['en']}){body}",
+        "de": rf"\b(?:{alts['de']})\s+{body}",
+        # Clause ends that are not part of the goal itself.
+        "tail": rf"\s*(?:,\s*|\s+)(?:{alts['tail']})\b.*$",
+        # "I want to tell you", "ich will ehrlich sein": speech acts, not goals.
+        "not_a_goal": rf"^(?:{alts['not_a_goal']})",
+    }
+    rx = {k: re.compile(C.pattern(doc, v, k, re.I), re.I) for k, v in sources.items()}
+    max_words = C.integer(doc, doc.raw.get("max_words"), "max_words", 1, 200)
+    return rx["en"], rx["de"], rx["tail"], rx["not_a_goal"], max_words
+
+
+_EN_GOAL, _DE_GOAL, _GOAL_TAIL, _NOT_A_GOAL, _MAX_GOAL_WORDS = _goals()
 
 
 @dataclass(frozen=True, slots=True)
@@ -399,35 +333,19 @@ def extract_goals(text: str, language: Language = "en") -> list[GoalMention]:
 
 # --------------------------------------------------------------------------- progress / setbacks
 
+
+def _cues() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    doc = C.read(_PKG, "cues.toml")
+    C.only(doc, doc.raw, ("setback", "worry", "progress"), "")
+    alts = {k: "|".join(C.texts(doc, doc.raw.get(k), k)) for k in ("setback", "worry", "progress")}
+    alts["worry"] = rf"\b(?:{alts['worry']})\b"
+    setback, worry, progress = (re.compile(C.pattern(doc, alts[k], k, re.I), re.I) for k in alts)
+    return setback, worry, progress
+
+
 # Check a sentence for a setback first: "nicht geschafft" also contains "geschafft".
-SETBACK_RX = re.compile(
-    r"\b(?:didn'?t|did not|haven'?t|have not|hasn'?t|couldn'?t|wasn'?t able|never got|"
-    r"failed to|forgot to)\b|\bskipped|\bmissed\b|gave up|fell off|not once|zero times|"
-    r"nothing happened|no progress|blew it|broke my streak|back to zero|\bis stuck\b|"
-    r"stuck again|komme nicht weiter|hängt fest|"
-    r"nicht geschafft|wieder nicht|nicht gemacht|ausgelassen|verpasst|aufgegeben|"
-    r"nicht dazu gekommen|nicht hingekriegt|kein einziges mal|nie gemacht|keinmal|"
-    r"habe? (?:es |das )?nicht|war nicht|hab(?:e)? keine? (?:zeile|minute|runde)",
-    re.I,
-)
 # Worry about the future is not a report: "afraid I won't manage again".
-WORRY_RX = re.compile(
-    r"\b(?:afraid|scared|worried|worry|fear|angst|sorge\w*|fürchte|befürchte)\b", re.I
-)
-PROGRESS_RX = re.compile(
-    r"\bi did it\b|\bmanaged to\b|\bi went (?:for a |to the |running|out for)|\bi ran\b|"
-    r"\bfinished\b|\bcompleted\b|\bi wrote\b|kept it up|stuck to\b|actually did|got it done|"
-    r"\bmade it\b|ticked off|\bi(?:'ve| have) been (?:running|writing|going|practi[sc]ing|"
-    r"saving|meditating|sleeping better)|(?:twice|three times|\d+ times) this week|"
-    r"on track|\bstreak\b|wrote \d+|\bran \d+|"
-    r"geschafft|durchgezogen|drangeblieben|erledigt|eingehalten|hingekriegt|"
-    r"war (?:\w+ ){0,3}(?:laufen|joggen|schwimmen|im fitnessstudio)|bin (?:\w+ ){0,3}gelaufen|"
-    r"klappt (?:es |das )?(?:\w+ )?(?:besser|gut)|läuft (?:es |das )?(?:\w+ )?(?:besser|gut)|"
-    r"going (?:much |a lot )?better|went well|is working|"
-    r"habe? (?:\w+ ){0,4}(?:geschrieben|gelernt|geübt|meditiert|gespart)|"
-    r"(?:zweimal|dreimal|\d+ mal) (?:diese|letzte) woche",
-    re.I,
-)
+SETBACK_RX, WORRY_RX, PROGRESS_RX = _cues()
 
 
 # --------------------------------------------------------------------------- markers
@@ -469,12 +387,26 @@ def pick(options: Sequence[_T], seed: int, salt: int = 0) -> _T:
 # --------------------------------------------------------------------------- localised phrases
 
 
+# The one placeholder vocabulary of every sentence a reply is built from (Coach's,
+# Synth's, the catalogue's): the topic label's forms, and the slots a renderer fills.
+TOPIC_PLACEHOLDERS: frozenset[str] = frozenset(GENERIC_LABEL.forms())
+SLOTS: dict[str, str] = {
+    "safer": "a risky step's safer alternative, in the reply's language",
+    "step": "the concrete step (an if-then plan, an anchor, a reframe)",
+    "stretch": "a raised bar, when things go well",
+    "quote": "the user's own short words",
+    "nth": "an ordinal: second, third (zweite, dritte)",
+}
+PLACEHOLDERS: frozenset[str] = TOPIC_PLACEHOLDERS | frozenset(SLOTS)
+
+
 @dataclass(frozen=True, slots=True)
 class Phrase:
     """One sentence in English and in German with du and with Sie.
 
     German needs both registers written out by hand: swapping pronouns mechanically
-    breaks verb forms ("Du hast" / "Sie haben").
+    breaks verb forms ("Du hast" / "Sie haben"). In the data files a sentence whose
+    du and Sie forms are the same is written once (``de = ...``).
     """
 
     en: str
@@ -485,3 +417,34 @@ class Phrase:
         if language == "de":
             return self.du if register == "informal" else self.sie
         return self.en
+
+    def fill(
+        self,
+        language: Language,
+        register: Register = "formal",
+        label: TopicLabel | None = None,
+        **slots: str | Phrase,
+    ) -> str:
+        """The sentence with its placeholders filled and its first letter capitalised.
+
+        Placeholders (PLACEHOLDERS) are the label's forms ({en}, {de_bei}, {De_bei}, …)
+        and the SLOTS passed by name; a slot given as a Phrase is read in ``language``
+        (an ordinal, a safer alternative). A placeholder without a value is an error.
+        """
+        unknown = set(slots) - set(SLOTS)
+        if unknown:
+            raise KeyError(f"unknown placeholders {sorted(unknown)}; known: {sorted(SLOTS)}")
+        values = label.forms() if label is not None else {}
+        for name, value in slots.items():
+            values[name] = value.get(language, register) if isinstance(value, Phrase) else value
+        s = self.get(language, register).format_map(values)
+        return s[:1].upper() + s[1:]
+
+    def placeholders(self) -> set[str]:
+        """Every placeholder any of the three forms uses."""
+        return {
+            name
+            for form in (self.en, self.du, self.sie)
+            for _, name, _, _ in string.Formatter().parse(form)
+            if name is not None
+        }
