@@ -47,7 +47,7 @@ async def handle(message: UserMessage) -> CoachResult:
     started = time.perf_counter()
     board, state = boards.get(message.user_id), safety.get(message.user_id)
     payload = logic.quick_reply(message, board, state)
-    register = logic.register_for(message, payload.language, board, state)
+    register = logic.register_for(message, board)
 
     async def publish_delta(text: str, seq: int) -> None:
         piece = _reply(

@@ -29,11 +29,7 @@ from coachbus.text import (
     PROGRESS_RX,
     SETBACK_RX,
     Language,
-    Phrase,
     Register,
-    TopicLabel,
-    detect_language,
-    detect_register,
     extract_goals,
     find_markers,
     pick,
@@ -49,50 +45,19 @@ from services.coach import phrases as P
 POST_CRISIS_TURNS = 1
 
 
-def _fill(ph: Phrase, lang: Language, reg: Register, label: TopicLabel, **extra: str) -> str:
-    s = ph.get(lang, reg).format(
-        en=label.en,
-        de_nom=label.de_nom,
-        de_acc=label.de_acc,
-        de_bei=label.de_bei,
-        de_mit=label.de_mit,
-        **extra,
-    )
-    return s[:1].upper() + s[1:]
-
-
-def _register(msg: UserMessage, lang: Language, *known: Register | None) -> Register:
-    if lang != "de":
+def register_for(msg: UserMessage, board: Blackboard | None) -> Register:
+    """du or Sie for this reply: the message's (decided where it entered), else the
+    user's remembered preference on Shadow's board, else Sie (the safe default)."""
+    if msg.language != "de":
         return "informal"
-    reg = detect_register(msg.text)
-    if reg is not None:
-        return reg
-    for k in known:
-        if k is not None:
-            return k
-    return "formal"
-
-
-def register_for(
-    msg: UserMessage, lang: Language, board: Blackboard | None, safety: SafetyState | None
-) -> Register:
-    """du or Sie for this reply, as :func:`quick_reply` chose it."""
-    return _register(
-        msg, lang, board.formality if board else None, safety.formality if safety else None
-    )
+    return msg.address or (board.formality if board is not None else None) or "formal"
 
 
 def quick_reply(
     msg: UserMessage, board: Blackboard | None, safety: SafetyState | None
 ) -> CoachPayload:
-    known_lang = (board.language if board else None) or (safety.language if safety else None)
-    lang: Language = detect_language(msg.text, msg.language_hint, known_lang)
-    reg = _register(
-        msg,
-        lang,
-        board.formality if board else None,
-        safety.formality if safety else None,
-    )
+    lang: Language = msg.language
+    reg = register_for(msg, board)
     seed = seed_of(msg.turn_id)
     grounded = ["message"]
 
@@ -155,8 +120,8 @@ def quick_reply(
         safer = top.spec.safer.get(lang, reg)
         text = " ".join(
             [
-                _fill(pick(P.RISKY_OPEN, seed), lang, reg, label),
-                P.RISKY_STEP.get(lang, reg).format(safer=safer),
+                pick(P.RISKY_OPEN, seed).fill(lang, reg, label),
+                P.RISKY_STEP.fill(lang, reg, safer=safer),
             ]
         )
         return CoachPayload(
@@ -188,27 +153,20 @@ def quick_reply(
     progress = not setback and bool(PROGRESS_RX.search(msg.text))
 
     if topic is None and not goals:
-        opener = _fill(pick(P.OPEN_GENERIC, seed), lang, reg, label)
+        opener = pick(P.OPEN_GENERIC, seed).fill(lang, reg, label)
     elif setback and known_goal is not None and known_goal.setbacks >= 1:
         n = min(5, known_goal.setbacks + 1)
-        opener = _fill(
-            P.OPEN_SETBACK_AGAIN[0],
-            lang,
-            reg,
-            label,
-            n=P.ORDINAL_EN[n],
-            n_de=P.ORDINAL_DE[n],
-        )
+        opener = P.OPEN_SETBACK_AGAIN[0].fill(lang, reg, label, nth=P.ORDINALS[n])
     elif setback:
-        opener = _fill(pick(P.OPEN_SETBACK, seed), lang, reg, label)
+        opener = pick(P.OPEN_SETBACK, seed).fill(lang, reg, label)
     elif progress:
-        opener = _fill(pick(P.OPEN_PROGRESS, seed), lang, reg, label)
+        opener = pick(P.OPEN_PROGRESS, seed).fill(lang, reg, label)
     elif goals and known_goal is not None:
-        opener = _fill(pick(P.OPEN_REPEATED, seed), lang, reg, label)
+        opener = pick(P.OPEN_REPEATED, seed).fill(lang, reg, label)
     elif goals:
-        opener = _fill(pick(P.OPEN_NEW_GOAL, seed), lang, reg, label)
+        opener = pick(P.OPEN_NEW_GOAL, seed).fill(lang, reg, label)
     else:
-        opener = _fill(pick(P.OPEN_NEUTRAL, seed), lang, reg, label)
+        opener = pick(P.OPEN_NEUTRAL, seed).fill(lang, reg, label)
 
     # Shadow names the primary pattern on the board (last turn's, Coach never waits).
     pattern = board.primary_pattern if board is not None else None

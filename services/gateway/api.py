@@ -4,6 +4,7 @@
 
 import asyncio
 import contextlib
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Annotated, Any
 
@@ -15,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from coachbus.contracts import EraseRequest, Reply, UserMessage
+from coachbus.contracts.payloads import Language
 from coachbus.settings import CoachbusSettings
 from services.gateway.auth import KeyRing, Principal, RateLimits, StreamSlots
 from services.gateway.erasure import EraseDesk
@@ -28,6 +30,8 @@ Publish = Callable[[UserMessage | EraseRequest], Awaitable[None]]
 SessionId = Annotated[str, Path(pattern=r"^[A-Za-z0-9._:-]{1,128}$")]
 TurnId = Annotated[str, Path(pattern=r"^[A-Za-z0-9._:-]{1,128}$")]
 SSE_HEARTBEAT_S = 15.0
+# Sessions whose last language this gateway remembers (the oldest go first).
+SESSION_LANGUAGES_KEPT = 10_000
 
 
 class MessageIn(BaseModel):
@@ -72,6 +76,9 @@ def create_api(
     )
     limits = RateLimits(settings.rate_limit_per_minute)
     streams = StreamSlots(settings.max_streams_per_user)
+    # The language each session's last message was decided in: what this gateway
+    # knows of the conversation, so a short "Okay." keeps it (UserMessage.create).
+    session_languages: OrderedDict[tuple[str, str], Language] = OrderedDict()
     # Added before CORS so CORS wraps it: a browser can read the 401 and the 413.
     api.add_middleware(Ingress, keys=keys, limit=settings.max_message_bytes)
     if settings.cors_origins:
@@ -137,6 +144,7 @@ def create_api(
             raise HTTPException(
                 413, f"text of {len(body.text)} characters exceeds {settings.max_message_chars}"
             )
+        session = (caller.user_id, session_id)
         message = UserMessage.create(
             user_id=caller.user_id,
             session_id=session_id,
@@ -144,7 +152,12 @@ def create_api(
             deadline_ms=settings.turn_deadline_ms,
             max_tokens=settings.turn_token_budget,
             wall_clock_ms=settings.turn_wall_clock_ms,
+            earlier=session_languages.get(session),
         )
+        session_languages[session] = message.language
+        session_languages.move_to_end(session)
+        while len(session_languages) > SESSION_LANGUAGES_KEPT:
+            session_languages.popitem(last=False)
         if not fits_the_bus(message, settings.max_message_bytes):
             # Escapes can make the record longer than the body: the agents would
             # dead-letter it, so the caller hears it now instead.

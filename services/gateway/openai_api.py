@@ -19,6 +19,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from coachbus.contracts import EraseRequest, UserMessage
+from coachbus.contracts.events import language_and_address
 from coachbus.settings import CoachbusSettings
 from services.gateway.auth import KeyRing, Principal, RateLimits, StreamSlots
 from services.gateway.ingress import fits_the_bus
@@ -140,6 +141,9 @@ def create_openai_router(
                 "messages",
             )
         session = x_session_id or body.user or _default_session(principal.user_id)
+        # The conversation so far is in the request: its language is what a short
+        # last message ("ok") keeps.
+        history = "\n".join(m.text() for m in user_turns[:-1])
         message = UserMessage.create(
             user_id=principal.user_id,
             session_id=session[:128],
@@ -147,6 +151,7 @@ def create_openai_router(
             deadline_ms=settings.turn_deadline_ms,
             max_tokens=settings.turn_token_budget,
             wall_clock_ms=settings.turn_wall_clock_ms,
+            earlier=language_and_address(history)[0] if history.strip() else None,
         )
         if not fits_the_bus(message, settings.max_message_bytes):
             # Escapes can make the record longer than the request: the agents would

@@ -23,8 +23,6 @@ from coachbus.contracts.state import MAX_SESSIONS, Blackboard, PersonaProfile
 from coachbus.text import (
     TOPIC_LABELS,
     Language,
-    detect_language,
-    detect_register,
     extract_goals,
     topics_of,
 )
@@ -59,12 +57,10 @@ def observe(
     if base.has_applied(msg.turn_id):
         return base, build_payload(base, board, None)
     p = base.model_copy(deep=True)
-    lang: Language = detect_language(msg.text, msg.language_hint, p.language)
-    p.language = lang
-    if lang == "de":
-        reg = detect_register(msg.text)
-        if reg is not None:
-            p.formality = reg
+    # Language and du/Sie were decided once where the message entered.
+    lang: Language = msg.language
+    if msg.address is not None:
+        p.formality = msg.address
     if msg.session_id not in p.sessions:
         if p.session_count:
             ocean.decay(p.items)
@@ -172,8 +168,7 @@ def growth_opportunities(
     # The goal in play now: stated in this message, else Shadow's focus.
     current: str | None = None
     if msg is not None:
-        lang = p.language or "en"
-        goals = extract_goals(msg.text, lang)
+        goals = extract_goals(msg.text, msg.language)
         if goals:
             current = goals[0].goal_id
         else:

@@ -32,8 +32,6 @@ from coachbus.text import (
     SETBACK_RX,
     Language,
     Register,
-    detect_language,
-    detect_register,
     extract_goals,
     sentences,
     words,
@@ -195,12 +193,12 @@ def plan(
     when Plasticity has a board view; without one, the copy Persona carries in its
     profile (the same value, a turn or two later)."""
     t, conf = traits_from_profile(profile)
-    fallback_lang = profile.language if profile is not None else None
-    lang: Language = detect_language(msg.text, msg.language_hint, fallback_lang)
+    # Language and du/Sie were decided once where the message entered.
+    lang: Language = msg.language
     register: Register
     if lang == "de":
         register = (
-            detect_register(msg.text)
+            msg.address
             or (profile.formality if profile is not None else None)
             or "formal"  # Sie until the user says otherwise: the safe default in German
         )

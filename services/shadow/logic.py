@@ -40,8 +40,6 @@ from coachbus.text import (
     WORRY_RX,
     Language,
     content_stems,
-    detect_language,
-    detect_register,
     extract_goals,
     jaccard,
     quote,
@@ -143,12 +141,10 @@ def payload_from_board(b: Blackboard) -> ShadowPayload:
 
 def _apply(b: Blackboard, msg: UserMessage) -> None:
     text = msg.text
-    lang: Language = detect_language(text, msg.language_hint, b.language)
-    b.language = lang
-    if lang == "de":
-        reg = detect_register(text)
-        if reg is not None:
-            b.formality = reg
+    # Language and du/Sie were decided once where the message entered.
+    lang: Language = msg.language
+    if msg.address is not None:
+        b.formality = msg.address
     session = msg.session_id
     if session not in b.sessions:
         b.sessions.append(session)

@@ -41,7 +41,6 @@ from coachbus.safety import (
     detect_conditions,
     screen_steps,
 )
-from coachbus.text import detect_language, detect_register
 
 # How many turns a blocked step stays blocked after it was last triggered.
 BLOCK_TTL = 20
@@ -82,12 +81,6 @@ def assess(
     s = base.model_copy(deep=True)
     s.turn_count += 1
     turn = s.turn_count
-    lang = detect_language(msg.text, msg.language_hint, s.language)
-    s.language = lang
-    if lang == "de":
-        reg = detect_register(msg.text)
-        if reg is not None:
-            s.formality = reg
     s.last_session = msg.session_id
 
     for cond in detect_conditions(msg.text):

@@ -67,8 +67,6 @@ from coachbus.text import (
     PROGRESS_RX,
     SETBACK_RX,
     Phrase,
-    detect_language,
-    detect_register,
     extract_goals,
     find_markers,
     seed_of,
@@ -258,16 +256,16 @@ def build_sheet(
     coach = _get(results, CoachResult)
     conflicts: list[Resolution] = []
 
-    # Language and register: Plasticity's call, else our own reading of the message.
-    language: Language
+    # Language: decided once where the message entered. du/Sie: Plasticity's call
+    # (it knows the user's remembered preference), else the message's, else Sie.
+    language: Language = msg.language
     register: Register
-    if plast is not None:
-        language = plast.payload.language
-        register = plast.payload.preferences.register if language == "de" else "informal"
+    if language != "de":
+        register = "informal"
+    elif plast is not None:
+        register = plast.payload.preferences.register
     else:
-        fallback = coach.payload.language if coach is not None else None
-        language = detect_language(msg.text, msg.language_hint, fallback)
-        register = (detect_register(msg.text) or "formal") if language == "de" else "informal"
+        register = msg.address or "formal"
 
     # Crisis: always also screen the message ourselves — a missed crisis is the one
     # failure we cannot afford, and the screen costs microseconds.

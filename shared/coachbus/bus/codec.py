@@ -13,6 +13,9 @@ M = TypeVar("M")
 _json = msgspec.json.Decoder()
 
 JSON_HEADERS = {"content-type": "application/json"}
+# Every schema_version some contract of this build knows (UserMessage has 2);
+# each model's own ``schema_version`` field then refuses one it does not know.
+KNOWN_SCHEMA_VERSIONS = frozenset({1, 2})
 # Deeper than any of our schemas will ever nest; a guard against hostile payloads
 # built to exhaust the parser's recursion.
 MAX_DEPTH = 32
@@ -68,9 +71,11 @@ def decode(raw: bytes | None, adapter: TypeAdapter[M], *, max_bytes: int) -> M:
         raise DecodeError(f"body is not JSON: {exc}", "not_json") from None
     if isinstance(head, dict):
         version = head.get("schema_version")
-        if version is not None and version != 1:
+        if version is not None and version not in KNOWN_SCHEMA_VERSIONS:
             raise DecodeError(
-                f"unknown schema_version {version!r} (this consumer knows 1)", "schema_version"
+                f"unknown schema_version {version!r} (this consumer knows "
+                f"{', '.join(map(str, sorted(KNOWN_SCHEMA_VERSIONS)))})",
+                "schema_version",
             )
     try:
         return adapter.validate_python(head)

@@ -19,9 +19,11 @@ from coachbus.contracts.payloads import (
     Language,
     PersonaPayload,
     PlasticityPayload,
+    Register,
     ShadowPayload,
     StabilityPayload,
 )
+from coachbus.text import detect_language, detect_register
 
 SCHEMA_VERSION: Literal[1] = 1
 DLQ_ORIGINAL_MAX = 64 * 1024
@@ -80,12 +82,53 @@ class TurnBudget(BaseModel):
     deadline_at: datetime
 
 
+# UserMessage v2 carries the turn's language and du/Sie, decided once where the
+# message enters (the gateway); v1 records (written before) are decided on read
+# with the same function, so consumers accept both while the old ones drain.
+USER_MESSAGE_VERSION: Literal[2] = 2
+
+
+def language_and_address(
+    text: str, hint: Language | None = None, earlier: Language | None = None
+) -> tuple[Language, Register | None]:
+    """The language of ``text`` and, in German, the du/Sie it shows (None: not shown).
+
+    The one place a turn's language is decided: ``hint`` wins near a tie, then
+    ``earlier`` (what the caller knew of the conversation before: a short "ok" does
+    not switch language), then English. English has no du/Sie: None."""
+    language = detect_language(text, hint, earlier)
+    return language, detect_register(text) if language == "de" else None
+
+
 class UserMessage(Event):
+    schema_version: Literal[1, 2] = USER_MESSAGE_VERSION  # type: ignore[assignment]
     kind: Literal["message"] = "message"
     text: str = Field(min_length=1)
     language_hint: Language | None = None
+    # v2: decided once where the message enters (``language_and_address``); every
+    # agent uses these instead of reading the text again.
+    # Never left at its default: a record without it is decided on read (below).
+    language: Language = Field(
+        default="en", description="the turn's language, decided at the gateway"
+    )
+    address: Register | None = Field(
+        default=None, description="du (informal) / Sie (formal) the message shows, if any"
+    )
     deadline_at: datetime = Field(description="Synth answers degraded if agents miss this")
     budget: TurnBudget
+
+    @model_validator(mode="before")
+    @classmethod
+    def _decide_v1_on_read(cls, data: Any) -> Any:
+        # A v1 record has no language: decide it now, from the text alone (the
+        # gateway's knowledge of the conversation is not in the record).
+        if isinstance(data, dict) and "language" not in data and isinstance(data.get("text"), str):
+            hint = data.get("language_hint")
+            language, address = language_and_address(
+                data["text"], hint if hint in ("en", "de") else None
+            )
+            data = {**data, "language": language, "address": address}
+        return data
 
     @classmethod
     def create(
@@ -98,14 +141,19 @@ class UserMessage(Event):
         max_tokens: int,
         wall_clock_ms: int,
         turn_id: str | None = None,
+        earlier: Language | None = None,
     ) -> UserMessage:
+        """A new turn; ``earlier``: the conversation's language as the caller knows it."""
         now = utcnow()
+        language, address = language_and_address(text, None, earlier)
         return cls(
             turn_id=turn_id or new_turn_id(),
             session_id=session_id,
             user_id=user_id,
             created_at=now,
             text=text,
+            language=language,
+            address=address,
             deadline_at=now + timedelta(milliseconds=deadline_ms),
             budget=TurnBudget(
                 max_tokens=max_tokens, deadline_at=now + timedelta(milliseconds=wall_clock_ms)

@@ -11,11 +11,12 @@ with the length of a user's history.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from coachbus.contracts.events import utcnow
-from coachbus.contracts.payloads import CrisisCategory, Language, PatternClass, Register
+from coachbus.contracts.payloads import CrisisCategory, PatternClass, Register
 
 APPLIED_TURNS_KEPT = 64
 
@@ -36,6 +37,16 @@ class StateRecord(BaseModel):
     version: int = Field(default=0, ge=0)
     updated_at: datetime = Field(default_factory=utcnow)
     applied_turns: list[str] = Field(default_factory=list)
+    # Fields older writers stored and this version no longer keeps: dropped on
+    # read, so a record written before the change still loads (extra="forbid").
+    RETIRED: ClassVar[frozenset[str]] = frozenset()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_retired(cls, data: Any) -> Any:
+        if isinstance(data, dict) and cls.RETIRED & data.keys():
+            return {k: v for k, v in data.items() if k not in cls.RETIRED}
+        return data
 
     def has_applied(self, turn_id: str) -> bool:
         return turn_id in self.applied_turns
@@ -101,8 +112,10 @@ class Blackboard(StateRecord):
     sessions: list[str] = Field(default_factory=list)
     session_count: int = Field(default=0, ge=0)
     turn_count: int = Field(default=0, ge=0)
-    language: Language | None = None
+    # The user's du/Sie as last shown in a message (UserMessage.address): the one
+    # memory of it Coach reads. The language is decided per message, not stored.
     formality: Register | None = None
+    RETIRED = frozenset({"language"})
     # The user's primary pattern, as Shadow names it (services/shadow/logic.py):
     # written here so every other agent reads the one answer instead of recomputing
     # it with a formula of its own. None until Shadow has seen a sure enough pattern
@@ -137,8 +150,10 @@ class PersonaProfile(StateRecord):
     # goal id -> the last sessions it was mentioned in (capped), for recurring goals
     # even when Shadow's board lags or is missing.
     goal_sessions: dict[str, list[str]] = Field(default_factory=dict)
-    language: Language | None = None
+    # The user's du/Sie as last shown in a message, for Plasticity (which reads
+    # this profile, not the board). The language is decided per message.
     formality: Register | None = None
+    RETIRED = frozenset({"language"})
     # Shadow's last known primary pattern and follow-through evidence, carried so
     # Plasticity (which only sees this profile) can pick a strategy that fits.
     last_pattern: PatternClass | None = None
@@ -174,5 +189,5 @@ class SafetyState(StateRecord):
     conditions: dict[str, int] = Field(default_factory=dict)
     crisis_history: list[CrisisEvent] = Field(default_factory=list)
     last_session: str | None = None
-    language: Language | None = None
-    formality: Register | None = None
+    # Nothing of the safety state depends on language or du/Sie.
+    RETIRED = frozenset({"language", "formality"})

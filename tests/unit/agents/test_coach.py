@@ -96,8 +96,10 @@ def test_after_a_crisis_the_next_turn_is_a_check_in() -> None:
 
 
 def test_short_german_message_keeps_known_language_and_register() -> None:
-    board = Blackboard(user_id="u1", language="de", formality="informal")
-    reply = quick_reply(msg("Okay."), board, SafetyState(user_id="u1"))
+    # The language is the message's (decided at the gateway, which knew the
+    # conversation was German); du/Sie the user's remembered one on the board.
+    board = Blackboard(user_id="u1", formality="informal")
+    reply = quick_reply(msg("Okay.", earlier="de"), board, SafetyState(user_id="u1"))
     assert reply.language == "de"
     assert detect_language(reply.text) == "de"
     assert " Sie " not in reply.text

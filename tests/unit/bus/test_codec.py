@@ -28,7 +28,7 @@ def _good() -> bytes:
         (b"\xff\xfe", "bad_utf8"),
         (b"{oops", "not_json"),
         (b"[" * 100 + b"]" * 100, "too_deep"),
-        (b'{"schema_version": 2, "kind": "message"}', "schema_version"),
+        (b'{"schema_version": 3, "kind": "message"}', "schema_version"),
         (b'{"kind": "message", "text": "no ids"}', "schema"),
         (b'{"kind": "launch-missiles"}', "schema"),
         (b"x" * 70_000, "too_large"),
