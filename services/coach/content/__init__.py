@@ -1,0 +1,1 @@
+"""Coach's sentences (phrases.toml), read by services.coach.phrases."""
