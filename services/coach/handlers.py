@@ -61,12 +61,12 @@ async def handle(message: UserMessage) -> CoachResult:
         holdback=prompts.longest_marker(payload),
         min_words=prompts.LANGUAGE_AFTER_WORDS,
     )
-    decider = runtime.router
+    decider = runtime.tiers
     if runtime.llm is not None and not payload.crisis_mode:
         # A router of its own whose client streams (same policy): the router still
         # picks the tier and bounds the repair loop, the pieces reach the user live.
         streaming = StreamingLLM(runtime.llm, sink, lambda text: prompts.CoachDraft(text=text))
-        decider = Router(policy=runtime.router.policy, client=cast(LLMClient, streaming))
+        decider = Router(policy=runtime.tiers.policy, client=cast(LLMClient, streaming))
 
     def deterministic() -> tuple[CoachPayload, float]:
         # A crisis (or the check-in after one) gets the safe reply at once, never a
@@ -77,8 +77,7 @@ async def handle(message: UserMessage) -> CoachResult:
         ctx = context_for(memory.get(message.user_id), message)
         return prompts.messages(runtime.prompt_builder(), ctx, payload, register, errors)
 
-    def convert(parsed: object) -> CoachPayload:
-        assert isinstance(parsed, prompts.CoachDraft)
+    def convert(parsed: prompts.CoachDraft) -> CoachPayload:
         return payload.model_copy(
             update={"text": parsed.text, "grounded_on": [*payload.grounded_on, "llm"]}
         )

@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 
 from faststream.kafka import KafkaRouter
-from pydantic import BaseModel
 
 from coachbus import ocean
 from coachbus.bus.service import AgentRuntime
@@ -40,14 +39,13 @@ async def handle(message: UserMessage) -> PersonaResult:
         ctx = context_for(memory.get(message.user_id), message)
         return prompts.messages(runtime.prompt_builder(), ctx, errors)
 
-    def convert(parsed: BaseModel) -> PersonaDecision:
-        assert isinstance(parsed, prompts.ItemsCall)
+    def convert(parsed: prompts.ItemsCall) -> PersonaDecision:
         cues = prompts.merge(ocean.score_items(message.text), list(parsed.items))
         # From the profile as it was: the regex cues must not be applied as well.
         profile_, payload_ = logic.observe(profile, board, message, cues=cues)
         return PersonaDecision(profile_, payload_, list(parsed.items))
 
-    outcome = await runtime.router.decide(
+    outcome = await runtime.tiers.decide(
         kind="ocean_update",
         agent="persona",
         deterministic=lambda: (PersonaDecision(updated, payload), payload.confidence),

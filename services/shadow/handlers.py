@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 
 from faststream.kafka import KafkaRouter
-from pydantic import BaseModel
 
 from coachbus.bus.service import AgentRuntime
 from coachbus.contracts import ShadowResult, UserMessage
@@ -42,8 +41,7 @@ async def handle(message: UserMessage) -> ShadowResult:
         ctx = context_for(memory.get(message.user_id), message)
         return prompts.messages(runtime.prompt_builder(), ctx, errors)
 
-    def convert(parsed: BaseModel) -> ShadowDecision:
-        assert isinstance(parsed, prompts.PatternCall)
+    def convert(parsed: prompts.PatternCall) -> ShadowDecision:
         claims = list(parsed.patterns)
         found = [
             (c.pattern, q) for c in claims if (q := prompts.verbatim(c.evidence, message.text))
@@ -51,7 +49,7 @@ async def handle(message: UserMessage) -> ShadowResult:
         board_, payload_ = logic.refine(updated, message, found)
         return ShadowDecision(board_, payload_, claims)
 
-    outcome = await runtime.router.decide(
+    outcome = await runtime.tiers.decide(
         kind="pattern_classification",
         agent="shadow",
         deterministic=deterministic,

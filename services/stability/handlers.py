@@ -6,7 +6,6 @@ import time
 from collections.abc import Callable
 
 from faststream.kafka import KafkaRouter
-from pydantic import BaseModel
 
 from coachbus.bus.service import AgentRuntime
 from coachbus.contracts import StabilityResult, Tier, Usage, UserMessage
@@ -47,15 +46,14 @@ async def handle(message: UserMessage) -> StabilityResult:
 
         return messages
 
-    def to_risk(parsed: BaseModel) -> RiskDecision:
-        assert isinstance(parsed, RiskScreenCall)
+    def to_risk(parsed: RiskScreenCall) -> RiskDecision:
         # A model's crisis adds to the rules' screen; its "none" settles an uncertain
         # screen (that is what it was asked), never a crisis the rules found.
         return RiskDecision(worse(det.crisis, claim_screen(parsed)), parsed)
 
     # 1. Crisis screen. A crisis (found by either tier) goes to a human through the
     # router's severity rule; the turn continues at once with the screen as found.
-    risk = await runtime.router.decide(
+    risk = await runtime.tiers.decide(
         kind="risk_screen",
         agent="stability",
         deterministic=lambda: (RiskDecision(det.crisis), logic.risk_confidence(det)),
@@ -73,15 +71,14 @@ async def handle(message: UserMessage) -> StabilityResult:
     screen = worse(det.crisis, decided.screen)
 
     # 2. Blocked steps: a crisis suspends coaching, so no model is asked then.
-    def to_steps(parsed: BaseModel) -> StepsDecision:
-        assert isinstance(parsed, prompts.BlockedStepsCall)
+    def to_steps(parsed: prompts.BlockedStepsCall) -> StepsDecision:
         known = {b.step_id for b in det.blocked_steps}
         added = [(c.step_id, c.evidence) for c in parsed.steps if c.step_id not in known]
         return StepsDecision(added=added, claims=list(parsed.steps))
 
     steps_conf = 1.0 if is_crisis(screen) else logic.steps_confidence(updated, message)
     conditions = sorted(logic.active_conditions(updated))
-    steps = await runtime.router.decide(
+    steps = await runtime.tiers.decide(
         kind="blocked_steps",
         agent="stability",
         deterministic=lambda: (StepsDecision(), steps_conf),

@@ -66,7 +66,7 @@ async def prose(message: UserMessage, outcome: logic.SynthOutcome) -> Outcome[st
         ctx = context_for(_memory(message.user_id), message)
         return prompts.messages(runtime.prompt_builder(), ctx, sheet, errors)
 
-    return await runtime.router.decide(
+    return await runtime.tiers.decide(
         kind="synthesis_prose",
         agent="synth",
         deterministic=deterministic,

@@ -232,10 +232,11 @@ class AgentRuntime:
         self.kafka_io = True
         self.gate = PartitionGate()
         # How this service thinks: the deterministic tier always, LLM tiers when an
-        # endpoint is configured; the router picks the cheapest that carries it.
+        # endpoint is configured; ``tiers`` (the LLM router, not a FastStream router)
+        # picks the cheapest that carries a decision.
         self.llm_settings = LLMSettings()
         self.llm = LLMClient(self.llm_settings) if self.llm_settings.enabled else None
-        self.router = Router(client=self.llm, publish_human_review=self._publish_review)
+        self.tiers = Router(client=self.llm, publish_human_review=self._publish_review)
 
     # ------------------------------------------------------------------ naming
 

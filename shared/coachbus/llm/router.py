@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import inspect
 import logging
-import os
 import tomllib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -38,13 +37,15 @@ from coachbus.llm.controller import (
     RepairContext,
     StopReason,
 )
-from coachbus.llm.settings import LLMTier
+from coachbus.llm.settings import LLMSettings, LLMTier
 from coachbus.llm.tokens import count_messages
 from coachbus.metrics import TIER_DECISIONS
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+# The response model the LLM tiers answer in; ``convert`` maps it to T.
+R = TypeVar("R", bound=BaseModel)
 Severity = Literal["low", "moderate", "high", "critical"]
 _SEVERITY_RANK: dict[str, int] = {"low": 0, "moderate": 1, "high": 2, "critical": 3}
 _TIER_RANK: dict[str, int] = {"deterministic": 0, "small": 1, "strong": 2, "human": 3}
@@ -57,7 +58,6 @@ DECISION_KINDS = (
     "synthesis_prose",
     "memory_compression",
 )
-POLICY_ENV = "COACHBUS_LLM_POLICY_FILE"
 
 
 class DecisionPolicy(BaseModel):
@@ -106,7 +106,7 @@ class Policy(BaseModel):
     @classmethod
     def load(cls, path: str | Path | None = None) -> Policy:
         """Load ``path``, else ``$COACHBUS_LLM_POLICY_FILE``, else the shipped policy."""
-        path = path or os.environ.get(POLICY_ENV)
+        path = path or LLMSettings().policy_file
         if path:
             return cls.from_toml(Path(path).read_text(encoding="utf-8"))
         shipped = resources.files("coachbus.llm").joinpath("policy.toml")
@@ -182,13 +182,13 @@ class Router:
         agent: str,
         deterministic: Callable[[], tuple[T, float] | Awaitable[tuple[T, float]]],
         build_messages: Callable[[LLMTier, list[str]], list[Message]],
-        response_model: type[BaseModel],
+        response_model: type[R],
         budget: TurnBudget | Budget,
         validate: Callable[[T], list[str]] | None = None,
         context: DecisionContext | None = None,
         severity: Callable[[T], Severity | None] | None = None,
         safe: Callable[[], T] | None = None,
-        convert: Callable[[BaseModel], T] | None = None,
+        convert: Callable[[R], T] | None = None,
     ) -> Outcome[T]:
         """Take decision ``kind`` on the cheapest tier that carries it.
 
@@ -258,9 +258,9 @@ class Router:
         policy: DecisionPolicy,
         ledger: Budget,
         build_messages: Callable[[LLMTier, list[str]], list[Message]],
-        response_model: type[BaseModel],
+        response_model: type[R],
         validate: Callable[[T], list[str]] | None,
-        convert: Callable[[BaseModel], T] | None,
+        convert: Callable[[R], T] | None,
         det_value: T,
     ) -> ControlOutcome[T]:
         client = self.client
@@ -283,8 +283,7 @@ class Router:
                     deadline_at=ctx.deadline_at,
                 )
             )
-            parsed = res.parsed
-            assert parsed is not None
+            parsed = res.parsed_as(response_model)
             value = convert(parsed) if convert else cast(T, parsed)
             return Generation(value=value, usage=res.usage, output=res.text)
 

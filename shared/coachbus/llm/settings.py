@@ -6,6 +6,7 @@ disabled: the router answers from the deterministic tier and never opens a socke
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, SecretStr
@@ -90,6 +91,9 @@ class LLMSettings(BaseSettings):
     )
     default_prompt_budget: int = Field(default=4000, ge=64)
     shared_prefix_budget: int = Field(default=2600, ge=32)
+
+    # The router's policy; unset = the shipped ``policy.toml``.
+    policy_file: Path | None = None
 
     @property
     def enabled(self) -> bool:

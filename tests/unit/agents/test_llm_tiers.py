@@ -108,7 +108,7 @@ def wire(monkeypatch: pytest.MonkeyPatch) -> Any:
 
         monkeypatch.setattr(runtime, "llm", client)
         monkeypatch.setattr(runtime, "llm_settings", settings)
-        monkeypatch.setattr(runtime, "router", Router(client=client, publish_human_review=review))
+        monkeypatch.setattr(runtime, "tiers", Router(client=client, publish_human_review=review))
         monkeypatch.setattr(runtime, "publish", publish)
         for store in runtime.stores:
             monkeypatch.setattr(store, "_write", write)
