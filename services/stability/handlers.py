@@ -8,7 +8,7 @@ from collections.abc import Callable
 from faststream.kafka import KafkaRouter
 
 from coachbus.bus.service import AgentRuntime
-from coachbus.contracts import StabilityResult, Tier, Usage, UserMessage
+from coachbus.contracts import TIER_RANK, StabilityResult, Tier, Usage, UserMessage
 from coachbus.contracts.state import Blackboard, SafetyState
 from coachbus.crisis import RISK_INSTRUCTIONS, RiskScreenCall, claim_screen, is_crisis, worse
 from coachbus.llm import DecisionContext, LLMTier, Message
@@ -22,7 +22,6 @@ router = KafkaRouter()
 safety = runtime.owned_store(Topic.SAFETY, SafetyState)
 boards = runtime.table_view(Topic.BLACKBOARD, Blackboard)
 memory = runtime.table_view(Topic.MEMORY, MemoryRecord)
-_TIER_RANK: dict[str, int] = {"deterministic": 0, "small": 1, "strong": 2, "human": 3}
 
 
 @runtime.agent(router, output=Topic.STABILITY)
@@ -97,7 +96,7 @@ async def handle(message: UserMessage) -> StabilityResult:
         )
     await safety.put(message.user_id, updated)
     outcomes = (risk, steps)
-    tier: Tier = max((o.tier for o in outcomes), key=lambda t: _TIER_RANK[t])
+    tier: Tier = max((o.tier for o in outcomes), key=lambda t: TIER_RANK[t])
     usage = sum((o.usage for o in outcomes), Usage())
     reason = next((o.fallback_reason for o in outcomes if o.fallback_reason), None)
     return StabilityResult.for_message(

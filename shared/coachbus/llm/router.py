@@ -25,7 +25,7 @@ from typing import Any, Generic, Literal, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from coachbus.contracts import HumanReviewRequest, Tier, TurnBudget, Usage
+from coachbus.contracts import TIER_RANK, HumanReviewRequest, Tier, TurnBudget, Usage
 from coachbus.llm.api import ChatRequest, Message
 from coachbus.llm.client import LLMClient
 from coachbus.llm.controller import (
@@ -48,7 +48,6 @@ T = TypeVar("T")
 R = TypeVar("R", bound=BaseModel)
 Severity = Literal["low", "moderate", "high", "critical"]
 _SEVERITY_RANK: dict[str, int] = {"low": 0, "moderate": 1, "high": 2, "critical": 3}
-_TIER_RANK: dict[str, int] = {"deterministic": 0, "small": 1, "strong": 2, "human": 3}
 DECISION_KINDS = (
     "coach_reply",
     "ocean_update",
@@ -78,7 +77,7 @@ class DecisionPolicy(BaseModel):
     def _ordered(self) -> DecisionPolicy:
         if not self.tiers or self.tiers[0] != "deterministic":
             raise ValueError("the deterministic tier must come first: it is the fallback")
-        ranks = [_TIER_RANK[t] for t in self.tiers]
+        ranks = [TIER_RANK[t] for t in self.tiers]
         if ranks != sorted(set(ranks)):
             raise ValueError(f"tiers must go up, each once: {self.tiers}")
         if self.human_at is not None and "human" not in self.tiers:
