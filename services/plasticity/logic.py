@@ -128,7 +128,7 @@ def preferences(
         challenge=challenge,
         autonomy_support=autonomy,
         length=length,
-        register=register,
+        formality=register,
         reading_level=reading_level(msg_text, language, t.o),
     )
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from coachbus.bus.service import AnsweredTurns
 from coachbus.contracts import AgentResult, UserMessage
 
 log = logging.getLogger(__name__)
@@ -56,18 +56,15 @@ class Join:
         self._replay_grace_s = replay_grace_s
         self._orphan_timeout_s = orphan_timeout_s
         self.open: dict[str, OpenTurn] = {}
-        # Turns already answered (bounded): late or replayed records of these are dropped.
-        self.done: OrderedDict[str, None] = OrderedDict()
-        self._remember = remember
+        # Turns already answered (the bus's one bounded set of them): late or
+        # replayed records of these are dropped.
+        self.done = AnsweredTurns(remember)
 
     def is_done(self, turn_id: str) -> bool:
         return turn_id in self.done
 
     def mark_done(self, turn_id: str) -> None:
-        self.done[turn_id] = None
-        self.done.move_to_end(turn_id)
-        while len(self.done) > self._remember:
-            self.done.popitem(last=False)
+        self.done.add(turn_id)
 
     def _turn(self, turn_id: str, partition: int) -> OpenTurn:
         turn = self.open.get(turn_id)

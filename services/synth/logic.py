@@ -27,6 +27,7 @@ from typing import Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from coachbus.contracts.events import (
+    AGENTS,
     AgentResult,
     CoachResult,
     Conflict,
@@ -46,7 +47,6 @@ from coachbus.contracts.payloads import (
     PatternClass,
     PatternEvidence,
     Register,
-    Resolution,
     SheetGoal,
     SheetTone,
     TurnSignal,
@@ -254,7 +254,7 @@ def build_sheet(
     plast = _get(results, PlasticityResult)
     stab = _get(results, StabilityResult)
     coach = _get(results, CoachResult)
-    conflicts: list[Resolution] = []
+    conflicts: list[Conflict] = []
 
     # Language: decided once where the message entered. du/Sie: Plasticity's call
     # (it knows the user's remembered preference), else the message's, else Sie.
@@ -263,7 +263,7 @@ def build_sheet(
     if language != "de":
         register = "informal"
     elif plast is not None:
-        register = plast.payload.preferences.register
+        register = plast.payload.preferences.formality
     else:
         register = msg.address or "formal"
 
@@ -325,7 +325,7 @@ def build_sheet(
     gentle = mode in SAFETY_MODES or (since is not None and since <= GENTLE_TURNS)
     if mode in SAFETY_MODES and plast is not None:
         conflicts.append(
-            Resolution(
+            Conflict(
                 topic="strategy",
                 winner="stability",
                 overruled="plasticity",
@@ -335,7 +335,7 @@ def build_sheet(
         )
     if (mode != "coach" or gentle) and plast is not None and tone.challenge > SAFE_CHALLENGE:
         conflicts.append(
-            Resolution(
+            Conflict(
                 topic="challenge",
                 winner="stability",
                 overruled="plasticity",
@@ -387,7 +387,7 @@ def build_sheet(
                 and abs(guess - pred.probability) >= FOLLOW_THROUGH_GAP
             ):
                 conflicts.append(
-                    Resolution(
+                    Conflict(
                         topic="follow_through",
                         winner="shadow",
                         overruled="persona",
@@ -423,7 +423,7 @@ def build_sheet(
         if clashing:
             steps = ", ".join(sorted(b.step_id or b.step for b in clashing))
             conflicts.append(
-                Resolution(
+                Conflict(
                     topic=f"ambition:{target}",
                     winner="stability",
                     overruled="persona",
@@ -433,7 +433,7 @@ def build_sheet(
             )
         elif mode in SAFETY_MODES:
             conflicts.append(
-                Resolution(
+                Conflict(
                     topic=f"ambition:{target}",
                     winner="stability",
                     overruled="persona",
@@ -445,7 +445,7 @@ def build_sheet(
             (pattern in _AGAINST_STRETCH) or target in shadow.payload.avoided_goals
         ):
             conflicts.append(
-                Resolution(
+                Conflict(
                     topic=f"ambition:{target}",
                     winner="shadow",
                     overruled="persona",
@@ -465,7 +465,7 @@ def build_sheet(
     lo, hi = CRISIS_WORDS if mode in SAFETY_MODES else LENGTH_WORDS[length]
     if mode == "safety":
         hi += 40  # the safer alternative must fit even in a "short" reply
-    present = [a for a in ("shadow", "persona", "plasticity", "stability", "coach") if a in results]
+    present = [a for a in AGENTS if a in results]
     confidence = 0.9 if mode in SAFETY_MODES else round(0.45 + 0.05 * len(present), 3)
     return DecisionSheet(
         language=language,
@@ -621,7 +621,7 @@ def synthesize(
     return SynthOutcome(
         text=text,
         language=sheet.language,
-        conflicts=[Conflict(**c.model_dump()) for c in sheet.conflicts],
+        conflicts=list(sheet.conflicts),
         sheet=sheet,
         problems=problems,
         crisis_mode=sheet.mode in SAFETY_MODES,

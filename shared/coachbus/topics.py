@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from coachbus.contracts.payloads import AGENTS
 from coachbus.settings import CoachbusSettings
 
 
@@ -35,13 +36,8 @@ class Topic(StrEnum):
     ERASE_CONFIRMATIONS = "erase-confirmations"
 
 
-AGENT_TOPICS: dict[str, Topic] = {
-    "shadow": Topic.SHADOW,
-    "persona": Topic.PERSONA,
-    "plasticity": Topic.PLASTICITY,
-    "stability": Topic.STABILITY,
-    "coach": Topic.COACH,
-}
+# Each agent's output topic is "agent.<name>", for every name of the one list.
+AGENT_TOPICS: dict[str, Topic] = {name: Topic(f"agent.{name}") for name in AGENTS}
 
 COMPACTED: frozenset[Topic] = frozenset(
     {Topic.BLACKBOARD, Topic.PROFILES, Topic.SAFETY, Topic.MEMORY, Topic.ERASURES}

@@ -11,6 +11,7 @@ from faststream.kafka import TestKafkaBroker
 from pydantic import TypeAdapter
 
 from coachbus.contracts import (
+    AGENTS,
     AgentResultAdapter,
     DeadLetter,
     EraseRequest,
@@ -20,8 +21,6 @@ from coachbus.contracts import (
 from coachbus.topics import AGENT_TOPICS, Topic
 
 pytestmark = pytest.mark.inmemory
-
-AGENTS = ["shadow", "persona", "plasticity", "stability", "coach"]
 
 
 def _message(text: str, user: str = "u1") -> UserMessage:

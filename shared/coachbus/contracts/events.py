@@ -14,6 +14,10 @@ from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
+# Defined with the payloads (the decision sheet needs them too), re-exported here.
+from coachbus.contracts.payloads import AGENTS as AGENTS
+from coachbus.contracts.payloads import TIER_RANK as TIER_RANK
+from coachbus.contracts.payloads import AgentName as AgentName
 from coachbus.contracts.payloads import (
     CoachPayload,
     Language,
@@ -23,14 +27,12 @@ from coachbus.contracts.payloads import (
     ShadowPayload,
     StabilityPayload,
 )
+from coachbus.contracts.payloads import Conflict as Conflict
+from coachbus.contracts.payloads import Tier as Tier
 from coachbus.text import detect_language, detect_register
 
 SCHEMA_VERSION: Literal[1] = 1
 DLQ_ORIGINAL_MAX = 64 * 1024
-
-AgentName = Literal["shadow", "persona", "plasticity", "stability", "coach"]
-AGENTS: tuple[AgentName, ...] = ("shadow", "persona", "plasticity", "stability", "coach")
-Tier = Literal["deterministic", "small", "strong", "human"]
 
 
 def utcnow() -> datetime:
@@ -270,7 +272,12 @@ class PersonaResult(_AgentResult):
     payload: PersonaPayload
 
 
+# v2: CommunicationPreferences.register renamed formality (v1 still reads).
+PLASTICITY_RESULT_VERSION: Literal[2] = 2
+
+
 class PlasticityResult(_AgentResult):
+    schema_version: Literal[1, 2] = PLASTICITY_RESULT_VERSION  # type: ignore[assignment]
     agent: Literal["plasticity"] = "plasticity"
     payload: PlasticityPayload
 
@@ -290,18 +297,6 @@ AgentResult = Annotated[
     Field(discriminator="agent"),
 ]
 AgentResultAdapter: TypeAdapter[AgentResult] = TypeAdapter(AgentResult)
-
-
-class Conflict(BaseModel):
-    """A disagreement between agents and how Synth resolved it."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    topic: str
-    winner: AgentName
-    overruled: AgentName
-    rule: str
-    detail: str
 
 
 class Reply(Event):

@@ -7,7 +7,7 @@ fields freely, but renaming or removing one is a new ``schema_version``.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 
@@ -15,6 +15,15 @@ Score01 = float
 Language = Literal["en", "de"]
 Register = Literal["informal", "formal"]
 RiskLevel = Literal["low", "moderate", "high", "critical"]
+
+# The five agents a turn fans out to, in the order results are shown: the one list
+# (events, topics, Synth's join and the tests import it from here).
+AgentName = Literal["shadow", "persona", "plasticity", "stability", "coach"]
+AGENTS: Final[tuple[AgentName, ...]] = ("shadow", "persona", "plasticity", "stability", "coach")
+# Who thinks a decision through, cheapest first: the one order (the router checks a
+# policy's tiers go up; a decision taken on several tiers reports the highest).
+Tier = Literal["deterministic", "small", "strong", "human"]
+TIER_RANK: Final[dict[Tier, int]] = {"deterministic": 0, "small": 1, "strong": 2, "human": 3}
 
 
 class _Model(BaseModel):
@@ -155,14 +164,26 @@ class CoachingStrategy(StrEnum):
 
 
 class CommunicationPreferences(_Model):
+    """How to talk to the user this turn (Plasticity; PlasticityResult v2).
+
+    v2 renamed ``register`` to ``formality`` (the name shadowed
+    ``BaseModel.register``); a v1 record's ``register`` is read as ``formality``."""
+
     directness: Score01 = Field(ge=0, le=1)
     structure: Score01 = Field(ge=0, le=1)
     warmth: Score01 = Field(ge=0, le=1)
     challenge: Score01 = Field(ge=0, le=1)
     autonomy_support: Score01 = Field(ge=0, le=1)
     length: Literal["short", "medium", "long"]
-    register: Literal["informal", "formal"] = Field(description="du/Sie in German")
+    formality: Register = Field(description="du/Sie in German")
     reading_level: Literal["simple", "standard", "advanced"]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _v1_register(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "register" in data and "formality" not in data:
+            data = {("formality" if k == "register" else k): v for k, v in data.items()}
+        return data
 
 
 class PlasticityPayload(_Model):
@@ -282,16 +303,13 @@ class SheetGoal(_Model):
     avoided: bool = False
 
 
-class Resolution(_Model):
-    """How a disagreement between agents was settled (mirrors events.Conflict).
-
-    Kept here rather than importing events.Conflict because events imports this
-    module; Synth converts each one into a Conflict for the final Reply.
-    """
+class Conflict(_Model):
+    """A disagreement between agents and how Synth resolved it: on the decision
+    sheet and, unchanged, on the final Reply (the one model of it)."""
 
     topic: str
-    winner: Literal["shadow", "persona", "plasticity", "stability", "coach"]
-    overruled: Literal["shadow", "persona", "plasticity", "stability", "coach"]
+    winner: AgentName
+    overruled: AgentName
     rule: str
     detail: str
 
@@ -326,7 +344,7 @@ class DecisionSheet(_Model):
     stretch: bool = Field(default=False, description="an ambition push survived the policy")
     gentle: bool = Field(default=False, description="soon after a crisis: no hard truths")
     never_say: list[BlockedStep] = Field(default_factory=list)
-    conflicts: list[Resolution] = Field(default_factory=list)
+    conflicts: list[Conflict] = Field(default_factory=list)
     missing: list[str] = Field(default_factory=list)
     seed: int = Field(default=0, ge=0, description="picks phrasing variants, from the turn id")
     confidence: Score01 = Field(default=0.5, ge=0, le=1)

@@ -74,7 +74,7 @@ def test_agents_remember_only_the_users_du_or_sie() -> None:
     # The remembered du carries to a German message that shows none.
     later = msg("Ich möchte früher schlafen gehen.", turn="t2")
     assert later.address is None
-    assert plan(profile, later).preferences.register == "informal"
+    assert plan(profile, later).preferences.formality == "informal"
     assert quick_reply(later, board, safety).language == "de"
 
 

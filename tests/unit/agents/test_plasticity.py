@@ -76,10 +76,10 @@ def test_remembered_pattern_chooses_strategy() -> None:
 
 
 def test_german_register_from_message_then_profile_then_formal_default() -> None:
-    assert plan(None, msg("Kannst du mir helfen?")).preferences.register == "informal"
-    assert plan(None, msg("Ich möchte früher schlafen gehen.")).preferences.register == "formal"
+    assert plan(None, msg("Kannst du mir helfen?")).preferences.formality == "informal"
+    assert plan(None, msg("Ich möchte früher schlafen gehen.")).preferences.formality == "formal"
     prof = PersonaProfile(user_id="u1", formality="informal")
-    assert plan(prof, msg("Ich möchte früher schlafen gehen.")).preferences.register == "informal"
+    assert plan(prof, msg("Ich möchte früher schlafen gehen.")).preferences.formality == "informal"
     assert plan(None, msg("I want to sleep earlier.")).language == "en"
 
 
