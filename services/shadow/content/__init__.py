@@ -1,0 +1,1 @@
+"""Shadow's cue phrases (cues.toml), read by services.shadow.cues."""
