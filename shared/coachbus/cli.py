@@ -6,7 +6,6 @@ import argparse
 import asyncio
 import contextlib
 import logging
-import os
 import signal
 import sys
 from pathlib import Path
@@ -14,13 +13,15 @@ from pathlib import Path
 
 def _run(args: argparse.Namespace) -> int:
     from coachbus.embedded.stack import Stack, StackConfig
+    from coachbus.llm import LLMSettings
     from coachbus.logs import setup_logging
+    from coachbus.settings import CoachbusSettings
 
     setup_logging("coachbus", "INFO")
     log = logging.getLogger("coachbus.run")
     config = StackConfig(
         broker_port=args.broker_port,
-        gateway_port=args.port,
+        gateway_port=args.port or CoachbusSettings().gateway_port,
         log_dir=Path(args.log_dir),
         snapshot=None if args.no_snapshot else Path(args.snapshot),
         llm=args.llm,
@@ -40,10 +41,9 @@ def _run(args: argparse.Namespace) -> int:
             print(f"  API key:  {stack.api_key}   (user 'dev'; set COACHBUS_API_KEYS to choose)")
         print(f"  logs:     {config.log_dir}/")
         llm = {
-            "none": "deterministic tier only (set COACHBUS_LLM_BASE_URL for LLM tiers)"
-            if not stack.env.get("COACHBUS_LLM_BASE_URL")
-            and not os.environ.get("COACHBUS_LLM_BASE_URL")
-            else "LLM tiers from COACHBUS_LLM_*",
+            "none": "LLM tiers from COACHBUS_LLM_*"
+            if LLMSettings().enabled
+            else "deterministic tier only (set COACHBUS_LLM_BASE_URL for LLM tiers)",
             "sim": "LLM simulator (coachbus llm-sim) as small and strong tier",
             "local": "SmolLM2-135M on this CPU (llama.cpp) as the small tier",
         }[args.llm]
@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="coachbus", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run the whole pipeline (embedded broker by default)")
-    run.add_argument("--port", type=int, default=8000, help="gateway port")
+    run.add_argument("--port", type=int, help="gateway port (default: COACHBUS_GATEWAY_PORT, 8000)")
     run.add_argument("--broker-port", type=int, default=9092, help="embedded broker port")
     run.add_argument("--log-dir", default=".coachbus/logs", help="one log file per service")
     run.add_argument("--llm", choices=["none", "sim", "local"], default="none")

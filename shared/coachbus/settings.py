@@ -117,8 +117,11 @@ class CoachbusSettings(BaseSettings):
     topic_prefix: str = Field(default="coachbus.", pattern=r"^[A-Za-z0-9._-]*$")
     partitions: int = Field(default=6, ge=1, le=1024)
     replication_factor: int = Field(default=1, ge=1)
+    # The gateway's public port when ``--port`` does not say (``coachbus run``, and
+    # ``faststream run`` without ``--port``).
     gateway_port: int = Field(default=8000, ge=1, le=65535)
-    gateway_host: str = "127.0.0.1"
+    # The interface a service listens on when ``faststream run`` gets no ``--host``.
+    host: str = "127.0.0.1"
     # /metrics and the API docs (/docs, /openapi.json, /redoc) of the gateway are
     # served here, on the same host as the public port, never on the public port
     # itself. 0: a free port picked at start (logged).
@@ -162,11 +165,7 @@ class CoachbusSettings(BaseSettings):
     # file (coachbus/content/helplines.toml, or COACHBUS_HELPLINES_FILE), e.g. de-AT.
     # Unset: the default of each user's language (see coachbus.helplines).
     locale: str | None = Field(default=None, validate_default=True)
-
-    llm_base_url: str | None = None
-    llm_api_key: SecretStr = SecretStr("")
-    llm_small_model: str = "Qwen/Qwen3-30B-A3B"
-    llm_strong_model: str = "Qwen/Qwen3-235B-A22B"
+    # The LLM layer reads COACHBUS_LLM_* through its own settings (coachbus.llm.settings).
 
     @field_validator("api_keys", mode="before")
     @classmethod

@@ -115,3 +115,36 @@ def test_a_malformed_key_list_is_refused_without_echoing_it(
     with pytest.raises(ValidationError) as raised:
         CoachbusSettings()
     assert "sekrit-value-1234" not in str(raised.value)
+
+
+def test_the_gateway_port_has_one_name_everywhere(monkeypatch: pytest.MonkeyPatch) -> None:
+    """COACHBUS_GATEWAY_PORT (the documented name) sets the gateway's port for
+    ``faststream run`` without ``--port`` and for ``coachbus run`` (so ``make run``)."""
+    import coachbus.embedded.stack as stack
+    from coachbus.bus.service import DEFAULT_PORTS, AgentRuntime
+    from coachbus.cli import main
+
+    monkeypatch.setenv("COACHBUS_GATEWAY_PORT", "8123")
+    kafka = KafkaSettings(bootstrap_servers="127.0.0.1:1")  # never dialled
+    gateway = AgentRuntime("gateway", settings=CoachbusSettings(), kafka=kafka).build_app()
+    shadow = AgentRuntime("shadow", settings=CoachbusSettings(), kafka=kafka).build_app()
+    assert gateway.default_port == 8123
+    assert shadow.default_port == DEFAULT_PORTS["shadow"]
+
+    class Started(Exception):
+        pass
+
+    ports: list[int] = []
+
+    class Stack:
+        def __init__(self, config: stack.StackConfig) -> None:
+            ports.append(config.gateway_port)
+
+        async def start(self) -> None:
+            raise Started
+
+    monkeypatch.setattr(stack, "Stack", Stack)
+    for argv in (["run"], ["run", "--port", "8124"]):
+        with pytest.raises(Started):
+            main([*argv, "--no-snapshot"])
+    assert ports == [8123, 8124]

@@ -15,7 +15,6 @@ import base64
 import hashlib
 import json
 import logging
-import os
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -69,8 +68,8 @@ from coachbus.tracing import extract_context, inject_headers, setup_tracing, tur
 
 log = logging.getLogger(__name__)
 
+# The agents' default ports; the gateway's is a setting (COACHBUS_GATEWAY_PORT).
 DEFAULT_PORTS = {
-    "gateway": 8000,
     "shadow": 8101,
     "persona": 8102,
     "plasticity": 8103,
@@ -596,6 +595,10 @@ class AgentRuntime:
             self.broker,
             service=self.service,
             http_app=http_app,
+            port=self.settings.gateway_port
+            if self.service == "gateway"
+            else DEFAULT_PORTS[self.service],
+            host=self.settings.host,
             asgi_routes=[
                 ("/metrics", make_asgi_app(REGISTRY)),
                 ("/healthz", make_ping_asgi(self.broker, timeout=5.0)),
@@ -611,11 +614,22 @@ class AgentRuntime:
 
 
 class CoachbusApp(AsgiFastStream):
-    """AsgiFastStream serving on the service's own default port unless told otherwise."""
+    """AsgiFastStream serving on the service's own default port unless told otherwise
+    (``faststream run --port/--host`` win)."""
 
-    def __init__(self, *args: Any, service: str, http_app: Any = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        service: str,
+        port: int,
+        host: str,
+        http_app: Any = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.service = service
+        self.default_port = port
+        self.default_host = host
         self.http_app = http_app
 
     async def not_found(self, scope: Any, receive: Any, send: Any) -> None:
@@ -628,8 +642,6 @@ class CoachbusApp(AsgiFastStream):
         self, log_level: int = logging.INFO, run_extra_options: dict[str, Any] | None = None
     ) -> None:
         options = dict(run_extra_options or {})
-        options.setdefault(
-            "port", int(os.environ.get("COACHBUS_PORT", DEFAULT_PORTS[self.service]))
-        )
-        options.setdefault("host", os.environ.get("COACHBUS_HOST", "127.0.0.1"))
+        options.setdefault("port", self.default_port)
+        options.setdefault("host", self.default_host)
         await super().run(log_level, options)
