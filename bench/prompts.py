@@ -44,7 +44,7 @@ def agent_instructions() -> dict[str, Instructions]:
 
         def coach(msg: UserMessage) -> str:
             payload = coach_logic.quick_reply(msg, None, None)
-            register = coach_logic.register_for(msg, payload.language, None, None)
+            register = coach_logic.register_for(msg, None)
             return coach_prompts.instructions(payload, register, [])
 
         found["coach"] = coach
