@@ -6,7 +6,7 @@ not import each other:
 * the help resources and the crisis reply, in English and German (du/Sie);
 * the catalogue of risky steps the coach must never suggest, each with its risk
   frame, its triggers in a user's message, the markers that reveal it in a reply,
-  and a safer alternative to offer instead.
+  and a safer alternative to offer instead (data: content/risky_steps.toml).
 
 The crisis screen itself lives in coachbus.crisis (its rules are data).
 """
@@ -19,10 +19,12 @@ from dataclasses import dataclass, field
 from functools import cache
 from importlib.resources import files as resources_files
 
+from coachbus import content as C
 from coachbus import helplines
+from coachbus.content.phrases import phrase
 from coachbus.contracts.payloads import BlockedStep, CrisisCategory, Risk
 from coachbus.normalize import fold_pattern, normalize
-from coachbus.text import Language, Phrase, Register
+from coachbus.text import TOPIC_ORDER, Language, Phrase, Register
 
 # --------------------------------------------------------------------------- resources
 
@@ -214,337 +216,78 @@ def _rx(p: str) -> re.Pattern[str]:
     return re.compile(fold_pattern(p))
 
 
-CATALOGUE: dict[str, StepSpec] = {
-    s.step_id: s
-    for s in (
-        StepSpec(
-            step_id="quit_job_abruptly",
-            topic="work",
-            step="quitting the job abruptly, without income secured",
-            reason="losing the income before the new plan earns anything is hard to undo",
-            triggers=_rx(
-                r"\bquit(?:ting)? (?:my|the|this) job|hand in my notice|"
-                r"resign(?:ing)? (?:tomorrow|today|now|next week|on monday)|walk out on my job|"
-                r"(?:meinen job|meine stelle|meine arbeit)\s+(?:\w+\s+){0,3}kündigen|"
-                r"ich kündige|job (?:\w+\s+)?hin(?:zu)?schmeißen|hinschmeißen|"
-                r"(?:job|stelle) an den nagel"
-            ),
-            markers=(
-                "quit your job",
-                "quit the job",
-                "quit tomorrow",
-                "quit now",
-                "hand in your notice",
-                "resign",
-                "walk out",
-                "kündige",
-                "kündigen",
-                "kündigung",
-                "hinschmeißen",
-                "an den nagel",
-            ),
-            severity=4,
-            detectability=2,
-            reversibility=4,
-            safer=Phrase(
-                "keep the income for now and test the idea in protected hours — say two "
-                "evenings a week — with a runway figure (months of expenses covered) written "
-                "down before any decision about the job",
-                "das Einkommen vorerst behalten und die Idee in festen Zeitfenstern testen — "
-                "etwa an zwei Abenden pro Woche — und vor jeder Entscheidung über die Stelle "
-                "aufschreiben, wie viele Monate Lebenshaltung du abgesichert hast",
-                "das Einkommen vorerst behalten und die Idee in festen Zeitfenstern testen — "
-                "etwa an zwei Abenden pro Woche — und vor jeder Entscheidung über die Stelle "
-                "aufschreiben, wie viele Monate Lebenshaltung Sie abgesichert haben",
-            ),
-        ),
-        StepSpec(
-            step_id="all_savings",
-            topic="money",
-            step="putting all savings into one venture",
-            reason="a single bet with all reserves can wipe out the safety net for years",
-            triggers=_rx(
-                r"\ball (?:of )?my (?:savings|money)|(?:my )?entire savings|every (?:penny|cent) "
-                r"i (?:have|own)|go(?:ing)? all[- ]in|bet everything|put everything (?:in|into|on)|"
-                r"(?:mein )?(?:ganzes|gesamtes) erspartes|alle (?:meine )?ersparnisse|"
-                r"alles auf eine karte|alles (?:rein)?stecken|alles investieren"
-            ),
-            markers=(
-                "all your savings",
-                "all of your savings",
-                "entire savings",
-                "all in",
-                "all-in",
-                "bet everything",
-                "put everything",
-                "invest everything",
-                "ganzes erspartes",
-                "gesamtes erspartes",
-                "alle ersparnisse",
-                "alles auf eine karte",
-                "alles investieren",
-            ),
-            severity=5,
-            detectability=3,
-            reversibility=5,
-            safer=Phrase(
-                "ring-fence a sum you could lose without it changing your life, and keep "
-                "the rest as your safety net",
-                "einen Betrag festlegen, dessen Verlust dein Leben nicht umwirft, und den "
-                "Rest als Sicherheitsnetz unangetastet lassen",
-                "einen Betrag festlegen, dessen Verlust Ihr Leben nicht umwirft, und den "
-                "Rest als Sicherheitsnetz unangetastet lassen",
-            ),
-            reveals=("financial_exposure",),
-        ),
-        StepSpec(
-            step_id="debt_for_venture",
-            topic="money",
-            step="taking on debt to fund a risky plan",
-            reason="debt keeps costing long after a plan fails",
-            triggers=_rx(
-                r"take (?:out )?a (?:big |huge )?loan|max(?:ing)? out (?:my )?credit cards?|"
-                r"borrow (?:money|from)|kredit aufnehmen|dispo (?:ausreizen|überziehen)|"
-                r"schulden machen"
-            ),
-            markers=(
-                "take out a loan",
-                "take a loan",
-                "max out",
-                "credit card",
-                "borrow",
-                "kredit aufnehmen",
-                "schulden machen",
-                "dispo",
-            ),
-            severity=4,
-            detectability=3,
-            reversibility=4,
-            safer=Phrase(
-                "start with what the idea can prove on a small budget before any money is borrowed",
-                "erst mit kleinem Budget zeigen, was die Idee kann, bevor Geld geliehen wird",
-                "erst mit kleinem Budget zeigen, was die Idee kann, bevor Geld geliehen wird",
-            ),
-        ),
-        StepSpec(
-            step_id="crash_diet",
-            topic="nutrition",
-            step="a crash diet or skipping meals",
-            reason="severe restriction harms health and usually ends in rebound",
-            triggers=_rx(
-                r"crash[- ]?diet|stop eating|only (?:drink )?water|[5-9]00 (?:kcal|calories)|"
-                r"skip(?:ping)? (?:all )?(?:my )?meals|starv\w*|"
-                r"fast(?:ing)? for (?:a|one|two|three|\d+) (?:week|weeks|days)|"
-                r"crash-?diät|nichts (?:mehr )?(?:zu )?essen|nur (?:noch )?wasser|"
-                r"\bhunger(?:n|e)\b|"
-                r"mahlzeiten (?:weg|aus)lassen"
-            ),
-            markers=(
-                "crash diet",
-                "stop eating",
-                "only water",
-                "skip meals",
-                "skip your meals",
-                "starve",
-                "fast for",
-                "calories a day",
-                "crash-diät",
-                "crashdiät",
-                "nichts essen",
-                "nur wasser",
-                "mahlzeiten auslassen",
-                "hungern",
-            ),
-            severity=4,
-            detectability=3,
-            reversibility=3,
-            safer=Phrase(
-                "one modest change you could keep for months — a regular breakfast or one "
-                "less sugary snack a day — and a doctor's advice if weight is a health issue",
-                "eine kleine Änderung, die du monatelang durchhalten kannst — ein regelmäßiges "
-                "Frühstück oder eine süße Zwischenmahlzeit weniger — und ärztlichen Rat, wenn "
-                "das Gewicht gesundheitlich wichtig ist",
-                "eine kleine Änderung, die Sie monatelang durchhalten können — ein "
-                "regelmäßiges Frühstück oder eine süße Zwischenmahlzeit weniger — und "
-                "ärztlichen Rat, wenn das Gewicht gesundheitlich wichtig ist",
-            ),
-            reveals=("eating",),
-        ),
-        StepSpec(
-            step_id="stop_medication",
-            topic=None,
-            step="stopping or changing medication without the prescribing doctor",
-            reason="stopping some medicines abruptly causes withdrawal or relapse",
-            triggers=_rx(
-                r"(?:stop|quit|come off|get off|ditch|drop)(?:ping)? (?:taking )?(?:my |the )?"
-                r"(?:meds|medication|medicine|pills|antidepressants|tablets|insulin)|"
-                r"(?:medikamente|tabletten|antidepressiva|medikation)\s+(?:\w+\s+){0,2}"
-                r"(?:absetzen|weglassen|nicht mehr nehmen)|setze? (?:die |meine )?"
-                r"(?:medikamente|tabletten|antidepressiva) ab"
-            ),
-            markers=(
-                "stop taking",
-                "stop your medication",
-                "stop the medication",
-                "stop your meds",
-                "come off your",
-                "come off the",
-                "get off your meds",
-                "ditch the pills",
-                "without your medication",
-                "absetzen",
-                "setz sie ab",
-                "medikamente weglassen",
-                "tabletten weglassen",
-                "nicht mehr nehmen",
-            ),
-            severity=5,
-            detectability=4,
-            reversibility=4,
-            safer=Phrase(
-                "talk it through with the doctor who prescribed it — if a change is right, "
-                "they can plan it safely",
-                "das mit der Ärztin oder dem Arzt besprechen, die es verschrieben haben — "
-                "wenn eine Änderung sinnvoll ist, lässt sie sich dort sicher planen",
-                "das mit der Ärztin oder dem Arzt besprechen, die es verschrieben haben — "
-                "wenn eine Änderung sinnvoll ist, lässt sie sich dort sicher planen",
-            ),
-            reveals=("medication",),
-        ),
-        StepSpec(
-            step_id="train_through_injury",
-            topic="fitness",
-            step="daily or hard training while injured",
-            reason="loading an injury every day turns a weeks-long problem into a months-long one",
-            triggers=_rx(
-                r"every (?:single )?day|7 days a week|seven days a week|twice a day|"
-                r"push(?:ing)? through (?:the )?pain|run(?:ning)? through (?:the )?pain|"
-                r"no rest days?|ignore the pain|jeden tag|sieben tage|7 tage|zweimal am tag|"
-                r"durchbeißen|trotz (?:der )?schmerzen|ohne pause|keine ruhetage"
-            ),
-            markers=(
-                "every day",
-                "every single day",
-                "7 days a week",
-                "seven days a week",
-                "twice a day",
-                "push through",
-                "through the pain",
-                "no rest days",
-                "ignore the pain",
-                "jeden tag",
-                "täglich",
-                "sieben tage",
-                "7 tage",
-                "durchbeißen",
-                "trotz schmerzen",
-                "trotz der schmerzen",
-                "ohne pause",
-            ),
-            severity=4,
-            detectability=4,
-            reversibility=4,
-            safer=Phrase(
-                "have the injury checked, keep moving in ways that don't hurt (walking, "
-                "mobility work) and build back up gradually",
-                "die Verletzung abklären lassen, dich schmerzfrei bewegen (Spazierengehen, "
-                "Mobilität) und erst dann schrittweise wieder aufbauen",
-                "die Verletzung abklären lassen, sich schmerzfrei bewegen (Spazierengehen, "
-                "Mobilität) und erst dann schrittweise wieder aufbauen",
-            ),
-            needs_condition="injury",
-        ),
-        StepSpec(
-            step_id="confront_abuser_alone",
-            topic="relationships",
-            step="confronting an abusive person alone",
-            reason="confrontation alone can escalate violence",
-            triggers=_rx(
-                r"confront (?:him|her|them|my (?:ex|partner|husband|wife|father|dad|boyfriend|"
-                r"girlfriend))|have it out with|stell\w* (?:ihn|sie) zur rede|konfrontier\w*"
-            ),
-            markers=(
-                "confront him",
-                "confront her",
-                "confront them",
-                "confront your",
-                "face him alone",
-                "talk to him alone",
-                "meet him alone",
-                "have it out",
-                "zur rede",
-                "konfrontier",
-                "konfrontieren",
-                "allein treffen",
-                "alleine treffen",
-            ),
-            severity=5,
-            detectability=4,
-            reversibility=5,
-            safer=Phrase(
-                "make a safety plan with a specialised helpline or someone you trust, and "
-                "don't meet the person alone",
-                "mit einer spezialisierten Beratungsstelle oder einer Vertrauensperson einen "
-                "Sicherheitsplan machen und die Person nur in Begleitung sehen",
-                "mit einer spezialisierten Beratungsstelle oder einer Vertrauensperson einen "
-                "Sicherheitsplan machen und die Person nur in Begleitung sehen",
-            ),
-            needs_condition="abuse",
-        ),
-        StepSpec(
-            step_id="sleep_deprivation",
-            topic="sleep",
-            step="cutting sleep to make time",
-            reason="chronic sleep loss erodes exactly the focus the plan depends on",
-            triggers=_rx(
-                r"sleep (?:only )?(?:[2-5]|two|three|four|five) hours|all-?nighters?|"
-                r"skip(?:ping)? sleep|sleep less|nur (?:noch )?(?:[2-5]|zwei|drei|vier|fünf) "
-                r"stunden (?:zu )?schlafen|durchmachen|nächte durch(?:arbeiten)?|weniger schlafen"
-            ),
-            markers=(
-                "all-nighter",
-                "all nighter",
-                "sleep less",
-                "skip sleep",
-                "four hours of sleep",
-                "weniger schlafen",
-                "durchmachen",
-                "nächte durch",
-            ),
-            severity=3,
-            detectability=3,
-            reversibility=2,
-            safer=Phrase(
-                "protect seven hours of sleep and take the time from something lower on the list",
-                "sieben Stunden Schlaf schützen und die Zeit lieber bei etwas Unwichtigerem holen",
-                "sieben Stunden Schlaf schützen und die Zeit lieber bei etwas Unwichtigerem holen",
-            ),
-        ),
-    )
-}
+# The catalogue is data: coachbus/content/risky_steps.toml (its header explains each
+# field), read and checked once at import.
+_STEP_KEYS = (
+    *("id", "topic", "step", "reason", "severity", "detectability", "reversibility"),
+    *("needs_condition", "reveals", "triggers", "markers", "safer"),
+)
 
-# Standing conditions and how long (in turns) Stability remembers them.
-CONDITION_TTL: dict[str, int] = {
-    "injury": 30,
-    "medication": 400,
-    "abuse": 400,
-    "eating": 120,
-    "financial_exposure": 60,
-}
-_CONDITIONS: dict[str, re.Pattern[str]] = {
-    "injury": _rx(
-        r"injur\w*|sprain\w*|(?:knee|back|ankle|shin|hip|shoulder|foot|achilles)\s+"
-        r"(?:hurts|is hurting|pain|injury|is killing me)|pulled a muscle|torn (?:ligament|muscle)|"
-        r"stress fracture|physio\w*|verletz\w*|zerrung|bänderriss|"
-        r"(?:knie|rücken|knöchel|schienbein|hüfte|schulter|fuß|achillessehne)\s+(?:tut|schmerzt)"
-        r"|schmerzen im (?:knie|rücken|knöchel|fuß)"
-    ),
-    "medication": _rx(
-        r"\b(?:my )?(?:meds|medication|antidepressants|insulin|prescription)\b|"
-        r"medikament\w*|tabletten|antidepressiva"
-    ),
-    "eating": _rx(r"binge\w*|purg\w*|eating disorder|essstörung|fressattack\w*|erbrech\w*"),
-}
+
+def _patterns(doc: C.Doc, value: object, at: str) -> re.Pattern[str]:
+    source = "|".join(C.texts(doc, value, at))
+    try:
+        return _rx(source)
+    except re.error as exc:
+        raise doc.fail(at, f"not a regular expression: {exc}") from exc
+
+
+def _step(doc: C.Doc, value: object, at: str, conditions: set[str]) -> StepSpec:
+    raw = C.table(doc, value, at)
+    C.only(doc, raw, _STEP_KEYS, at)
+    topic = raw.get("topic")
+    if topic is not None and topic not in TOPIC_ORDER:
+        raise doc.fail(f"{at}.topic", f"{topic!r} is not a life domain of topics.toml")
+    needs = raw.get("needs_condition", "")
+    reveals = C.texts(doc, raw["reveals"], f"{at}.reveals") if "reveals" in raw else ()
+    for name, where in ((needs, "needs_condition"), *((r, "reveals") for r in reveals)):
+        if name and name not in conditions:
+            raise doc.fail(f"{at}.{where}", f"{name!r} is not a [condition]")
+    markers = C.texts(doc, raw.get("markers"), f"{at}.markers")
+    for k, m in enumerate(markers):
+        if m != m.strip().lower():
+            raise doc.fail(f"{at}.markers[{k}]", f"{m!r}: markers are lower case, unpadded")
+    frame = {
+        k: C.integer(doc, raw.get(k), f"{at}.{k}", 1, 5)
+        for k in ("severity", "detectability", "reversibility")
+    }
+    return StepSpec(
+        step_id=C.text(doc, raw.get("id"), f"{at}.id"),
+        topic=topic,
+        step=C.text(doc, raw.get("step"), f"{at}.step"),
+        reason=C.text(doc, raw.get("reason"), f"{at}.reason"),
+        triggers=_patterns(doc, raw.get("triggers"), f"{at}.triggers"),
+        markers=markers,
+        safer=phrase(doc, raw.get("safer"), f"{at}.safer"),
+        needs_condition=C.text(doc, needs, f"{at}.needs_condition") if needs else "",
+        reveals=reveals,
+        **frame,
+    )
+
+
+def _catalogue() -> tuple[dict[str, StepSpec], dict[str, int], dict[str, re.Pattern[str]]]:
+    doc = C.read("coachbus.content", "risky_steps.toml")
+    C.only(doc, doc.raw, ("step", "condition"), "")
+    ttl: dict[str, int] = {}
+    cues: dict[str, re.Pattern[str]] = {}
+    for name, raw in C.table(doc, doc.raw.get("condition"), "condition").items():
+        at = f"condition.{name}"
+        C.only(doc, C.table(doc, raw, at), ("ttl", "cues"), at)
+        ttl[name] = C.integer(doc, raw.get("ttl"), f"{at}.ttl", 1)
+        if "cues" in raw:
+            cues[name] = _patterns(doc, raw["cues"], f"{at}.cues")
+    steps: dict[str, StepSpec] = {}
+    for i, raw in enumerate(C.array(doc, doc.raw.get("step"), "step")):
+        spec = _step(doc, raw, f"step[{i}]", set(ttl))
+        if spec.step_id in steps:
+            raise doc.fail(f"step[{i}].id", f"{spec.step_id!r} is listed twice")
+        steps[spec.step_id] = spec
+    return steps, ttl, cues
+
+
+# The steps; how long (in turns) Stability remembers each standing condition; and
+# the cues that reveal a condition in a message.
+CATALOGUE, CONDITION_TTL, _CONDITIONS = _catalogue()
 
 
 def detect_conditions(text: str) -> set[str]:
