@@ -1,0 +1,175 @@
+"""Completeness of the content files: every sentence fills in every language and
+register, every life domain has its label and steps, every risky step its markers
+and safer phrase; and a broken file names the place of the mistake."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterator
+from types import ModuleType
+from typing import get_args
+
+import pytest
+
+from coachbus import content as C
+from coachbus import safety, text
+from coachbus.content.phrases import TOPIC, phrase, variants
+from coachbus.text import (
+    GENERIC_LABEL,
+    PLACEHOLDERS,
+    SLOTS,
+    TOPIC_LABELS,
+    TOPIC_ORDER,
+    Language,
+    Phrase,
+    Register,
+    TopicLabel,
+    detect_register,
+)
+from services.coach import phrases as coach_phrases
+from services.synth import render
+
+pytestmark = pytest.mark.unit
+
+FORMS: list[tuple[Language, Register]] = [
+    (lang, reg) for lang in get_args(Language) for reg in get_args(Register)
+]
+# Domains whose steps are the generic ones until someone writes theirs (adding steps
+# changes replies, so it is a content change of its own). Remove a domain from here
+# when topic_steps.toml gets its section.
+GENERIC_STEPS_FOR = {"music", "mindfulness", "substances"}
+
+
+def _walk(value: object, at: str) -> Iterator[tuple[str, Phrase]]:
+    if isinstance(value, Phrase):
+        yield at, value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _walk(v, f"{at}[{getattr(k, 'value', k)!r}]")
+    elif isinstance(value, tuple):
+        for i, v in enumerate(value):
+            yield from _walk(v, f"{at}[{i}]")
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for f in dataclasses.fields(value):
+            yield from _walk(getattr(value, f.name), f"{at}.{f.name}")
+
+
+def _phrases(module: ModuleType) -> dict[str, Phrase]:
+    found: dict[str, Phrase] = {}
+    for name, value in vars(module).items():
+        if not name.startswith("__"):
+            found.update(_walk(value, f"{module.__name__}.{name}"))
+    return found
+
+
+ALL: dict[str, Phrase] = {
+    **_phrases(coach_phrases),
+    **_phrases(render),
+    **{f"safety.CATALOGUE[{k!r}].safer": s.safer for k, s in safety.CATALOGUE.items()},
+}
+
+
+def test_the_sentences_were_found() -> None:
+    # Coach's and Synth's libraries and the catalogue's safer phrases, at least.
+    assert len(ALL) > 150
+    assert any(k.startswith("services.coach") for k in ALL)
+    assert any(k.startswith("services.synth") for k in ALL)
+
+
+@pytest.mark.parametrize("where", sorted(ALL))
+def test_every_placeholder_resolves_in_every_language_and_register(where: str) -> None:
+    ph = ALL[where]
+    used = ph.placeholders()
+    assert used <= PLACEHOLDERS, f"{where}: {sorted(used - PLACEHOLDERS)}"
+    slots: dict[str, str | Phrase] = {s: f"<{s}>" for s in used & set(SLOTS)}
+    for label in (*TOPIC_LABELS.values(), GENERIC_LABEL):
+        for lang, reg in FORMS:
+            filled = ph.fill(lang, reg, label, **slots)
+            assert filled.strip() and "{" not in filled and "}" not in filled, (where, lang, reg)
+            assert filled[:1] == filled[:1].upper()
+
+
+@pytest.mark.parametrize("where", sorted(ALL))
+def test_every_phrase_has_english_du_and_sie(where: str) -> None:
+    ph = ALL[where]
+    assert ph.en.strip() and ph.du.strip() and ph.sie.strip(), where
+    if ph.du != ph.sie:
+        # Written out by hand per register: the du form addresses with du, the Sie form
+        # with Sie (or neither), never the other way round.
+        assert detect_register(ph.du) != "formal", (where, ph.du)
+        assert detect_register(ph.sie) != "informal", (where, ph.sie)
+
+
+def test_every_life_domain_has_its_label_and_steps() -> None:
+    assert set(TOPIC_LABELS) == set(TOPIC_ORDER)
+    assert all(isinstance(lab, TopicLabel) for lab in TOPIC_LABELS.values())
+    assert set(render.TOPIC_STEPS) == set(TOPIC_ORDER) - GENERIC_STEPS_FOR
+    for label in (*TOPIC_LABELS.values(), GENERIC_LABEL):
+        assert all(label.forms().values())
+    # Every domain's regex and its place in the priority order.
+    assert set(text.TOPIC_REGEX) == set(TOPIC_ORDER)
+    # Coach's per-domain questions and the catalogue name only known domains.
+    assert set(coach_phrases.QUESTION_BY_TOPIC) <= set(TOPIC_ORDER)
+    assert {s.topic for s in safety.CATALOGUE.values()} - {None} <= set(TOPIC_ORDER)
+
+
+@pytest.mark.parametrize("step_id", sorted(safety.CATALOGUE))
+def test_every_risky_step_has_markers_and_a_safer_phrase(step_id: str) -> None:
+    spec = safety.CATALOGUE[step_id]
+    assert spec.markers and all(m == m.strip().lower() for m in spec.markers)
+    for lang, reg in FORMS:
+        assert spec.safer.get(lang, reg).strip()
+        assert not spec.safer.placeholders()
+    assert spec.needs_condition in ("", *safety.CONDITION_TTL)
+    assert set(spec.reveals) <= set(safety.CONDITION_TTL)
+
+
+def test_one_placeholder_vocabulary() -> None:
+    # The slots a renderer fills and the topic label's forms make up the vocabulary;
+    # the same Phrase.fill serves Coach and Synth.
+    assert set(TOPIC) == set(GENERIC_LABEL.forms())
+    assert set(SLOTS) | TOPIC == PLACEHOLDERS
+    ph = Phrase("the {nth} time, {en}", "das {nth} Mal {de_bei}", "das {nth} Mal {de_bei}")
+    nth = Phrase("second", "zweite", "zweite")
+    label = TOPIC_LABELS["fitness"]
+    assert ph.fill("en", "informal", label, nth=nth) == "The second time, training"
+    assert ph.fill("de", "formal", label, nth=nth) == "Das zweite Mal beim Training"
+    with pytest.raises(KeyError):
+        ph.fill("en", "informal", label, nht="x")
+    with pytest.raises(KeyError):
+        ph.fill("en", "informal", label)  # {nth} has no value
+
+
+# --------------------------------------------------------------------------- errors
+
+
+def _doc(raw: dict[str, object]) -> C.Doc:
+    return C.Doc("example.toml", raw)
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ({"en": "Hi {en}", "de": "Hallo {safer}"}, "example.toml: g[1].de: unknown placeholders"),
+        ({"en": "Hi", "du": "Hallo", "sie": "Hallo"}, "g[1]: the du and Sie forms are the same"),
+        ({"en": "Hi", "du": "Hallo du"}, "g[1].sie: must be a non-empty string"),
+        ({"en": "Hi"}, "g[1]: needs en, and de (or du and sie)"),
+        ({"en": "Hi", "de": "Hallo", "fr": "Salut"}, "g[1]: unknown keys ['fr']"),
+        ({"en": "Hi {", "de": "Hallo"}, "g[1].en: Single '{'"),
+    ],
+)
+def test_a_mistake_names_the_file_and_the_place(raw: dict[str, object], message: str) -> None:
+    doc = _doc({"g": [{"en": "ok", "de": "ok"}, raw]})
+    with pytest.raises(C.ContentError, match=re.escape(message)):
+        variants(doc, doc.raw["g"], "g", TOPIC)
+
+
+def test_a_phrase_reads_the_shared_german_form_for_both_registers() -> None:
+    ph = phrase(_doc({}), {"en": "Thanks.", "de": "Danke."}, "x")
+    assert (ph.en, ph.du, ph.sie) == ("Thanks.", "Danke.", "Danke.")
+
+
+def test_a_bad_regex_names_its_place() -> None:
+    with pytest.raises(C.ContentError, match=r"example.toml: cues: not a regular expression"):
+        C.pattern(_doc({}), "(unclosed", "cues")
