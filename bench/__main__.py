@@ -21,6 +21,7 @@ import asyncio
 import json
 import logging
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -43,7 +44,6 @@ from bench.harness import (
     cpu_loop_s,
     machine,
     median,
-    pct,
     running,
     ts,
 )
@@ -181,12 +181,12 @@ def llm_use(turns: list[Turn]) -> dict[str, Any]:
 
 
 def summary(values: list[float]) -> dict[str, float]:
-    return {
-        "p50": pct(values, 50),
-        "p90": pct(values, 90),
-        "p99": pct(values, 99),
-        "n": len(values),
-    }
+    """p50/p90/p99, linear between closest ranks; nan when there are none."""
+    if len(values) < 2:
+        only = values[0] if values else float("nan")
+        return {"p50": only, "p90": only, "p99": only, "n": len(values)}
+    cuts = statistics.quantiles(values, n=100, method="inclusive")
+    return {"p50": cuts[49], "p90": cuts[89], "p99": cuts[98], "n": len(values)}
 
 
 def ok_turns(turns: list[Turn]) -> tuple[list[Turn], list[str]]:

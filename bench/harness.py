@@ -102,19 +102,6 @@ def machine() -> dict[str, Any]:
     }
 
 
-def pct(values: Sequence[float], q: float) -> float:
-    """The q-th percentile (0..100), linear between closest ranks; nan if empty."""
-    if not values:
-        return float("nan")
-    data = sorted(values)
-    if len(data) == 1:
-        return data[0]
-    pos = (len(data) - 1) * q / 100
-    lo = int(pos)
-    hi = min(lo + 1, len(data) - 1)
-    return data[lo] + (data[hi] - data[lo]) * (pos - lo)
-
-
 def median(values: Sequence[float]) -> float:
     return statistics.median(values) if values else float("nan")
 

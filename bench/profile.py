@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.harness import PARALLEL_AGENTS, POLICY_FILE, TEXTS
+from coachbus.llm import LLMSettings
 
 # Where a function's self time counts as (de)serialization: JSON and pydantic
 # validation/dumping of the events, and the bus codec around them.
@@ -167,7 +168,7 @@ async def run(turns: int) -> dict[str, Any]:
     ][:10]
     return {
         "turns": turns,
-        "llm": bool(os.environ.get("COACHBUS_LLM_BASE_URL")),
+        "llm": LLMSettings().enabled,
         "cpu_ms_per_turn": {k: v / turns for k, v in cpu_ms.items()},
         "wall_ms_per_turn": {k: v / turns for k, v in wall_ms.items()},
         "profiled_self_ms_per_turn": total * 1000 / turns,
