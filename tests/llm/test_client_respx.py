@@ -253,9 +253,7 @@ async def test_llamacpp_quirk_negotiates_json_object_with_schema_once() -> None:
 
     route = respx.post(URL).mock(side_effect=server)
     async with LLMClient(fast_settings()) as client:
-        assert client.structured_mode("small") == "auto"
         first = await client.chat(req(response_model=Mood))
-        assert client.structured_mode("small") == "json_object"
         second = await client.chat(req(response_model=Mood))
     assert first.parsed_as(Mood).mood == second.parsed_as(Mood).mood == "x"
     assert route.call_count == 3  # one refusal, then json_object straight away

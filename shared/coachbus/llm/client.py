@@ -231,9 +231,6 @@ class LLMClient:
     def breaker(self, tier: LLMTier) -> CircuitBreaker:
         return self._route(tier)[0].breaker
 
-    def structured_mode(self, tier: LLMTier) -> StructuredMode:
-        return self._route(tier)[0].mode
-
     @property
     def counter(self) -> TokenCounter:
         if self._counter is None:

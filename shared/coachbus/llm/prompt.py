@@ -337,10 +337,6 @@ class PromptBuilder:
             )
         return _Fit(messages, tokens, dropped_h, dropped_s, truncated)
 
-    def shared_prefix(self, ctx: PromptContext) -> list[Message]:
-        """The turn's shared leading messages, identical for every agent."""
-        return self._fit(_clean(ctx), self.settings.shared_prefix_budget).messages
-
     def build(
         self,
         ctx: PromptContext,
