@@ -87,6 +87,9 @@ async def test_bad_input_goes_to_dlq_and_consumer_keeps_going(
         b'{"schema_version": 9}',
     ]
     try:
+        # As the app does: startup first (the views, the erase watermarks every
+        # record is judged by), then the consumers.
+        await runtime._startup()
         await runtime.broker.start()
         for body in bad_bodies:
             await producer.send_and_wait(inputs, body, key=b"u1")
