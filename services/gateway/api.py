@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
+from http import HTTPStatus
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Header, HTTPException, Path, Request
@@ -45,8 +46,12 @@ class Accepted(BaseModel):
     events: str
 
 
-def problem(status: int, title: str, detail: str, **extra: Any) -> JSONResponse:
-    """RFC 9457 problem details."""
+def problem(status: int, detail: str, **extra: Any) -> JSONResponse:
+    """RFC 9457 problem details; the title is the status's reason phrase."""
+    try:
+        title = HTTPStatus(status).phrase
+    except ValueError:  # a status code Python does not know
+        title = "Error"
     body = {"type": "about:blank", "title": title, "status": status, "detail": detail, **extra}
     return JSONResponse(body, status_code=status, media_type="application/problem+json")
 
@@ -94,15 +99,7 @@ def create_api(
     # the base class: handling it covers FastAPI's subclass too.
     @api.exception_handler(StarletteHTTPException)
     async def http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        titles = {
-            400: "Bad Request",
-            401: "Unauthorized",
-            403: "Forbidden",
-            404: "Not Found",
-            413: "Payload Too Large",
-            429: "Too Many Requests",
-        }
-        response = problem(exc.status_code, titles.get(exc.status_code, "Error"), str(exc.detail))
+        response = problem(exc.status_code, str(exc.detail))
         for name, value in (exc.headers or {}).items():
             response.headers[name] = value
         if exc.status_code == 401:
@@ -114,7 +111,7 @@ def create_api(
         errors = [
             {"loc": list(e.get("loc", ())), "msg": e.get("msg", "")} for e in exc.errors()[:10]
         ]
-        return problem(422, "Unprocessable Content", "the request is not valid", errors=errors)
+        return problem(422, "the request is not valid", errors=errors)
 
     # Async on purpose: FastAPI runs a sync dependency in a worker thread, a thread
     # hop per request for what is a dict lookup.

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+from http import HTTPStatus
 from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -138,7 +139,7 @@ async def _unauthorized(path: str, send: Send, receive: Receive) -> None:
         body: dict[str, Any] = _openai_error("Invalid API key.", "invalid_api_key")
         media = "application/json"
     else:
-        body = _problem(401, "Unauthorized", "missing or unknown API key")
+        body = _problem(401, "missing or unknown API key")
         media = "application/problem+json"
     # The body is never parsed, only discarded: the connection cannot carry another request.
     closing = [(b"www-authenticate", b"Bearer"), (b"connection", b"close")]
@@ -152,12 +153,13 @@ async def _too_large(path: str, limit: int, send: Send, receive: Receive | None)
         )
         media = "application/json"
     else:
-        body = _problem(413, "Payload Too Large", f"request body over {limit} bytes")
+        body = _problem(413, f"request body over {limit} bytes")
         media = "application/problem+json"
     await _respond(send, 413, body, media, [(b"connection", b"close")], receive)
 
 
-def _problem(status: int, title: str, detail: str) -> dict[str, Any]:
+def _problem(status: int, detail: str) -> dict[str, Any]:
+    title = HTTPStatus(status).phrase
     return {"type": "about:blank", "title": title, "status": status, "detail": detail}
 
 

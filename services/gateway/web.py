@@ -9,6 +9,7 @@ public ``GET /v1/help-lines``.
 from __future__ import annotations
 
 import re
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
@@ -61,8 +62,9 @@ FAVICON = (
 )
 
 
-def _problem(status: int, title: str, detail: str) -> JSONResponse:
+def _problem(status: int, detail: str) -> JSONResponse:
     # Built here rather than borrowed from api.py, which imports this module.
+    title = HTTPStatus(status).phrase
     body = {"type": "about:blank", "title": title, "status": status, "detail": detail}
     response = JSONResponse(body, status_code=status, media_type="application/problem+json")
     if status == 401:
@@ -74,7 +76,7 @@ def _static(name: str) -> Response:
     path = STATIC_DIR / name
     content_type = CONTENT_TYPES.get(path.suffix)
     if not _STATIC_NAME.fullmatch(name) or content_type is None or not path.is_file():
-        return _problem(404, "Not Found", "no such file")
+        return _problem(404, "no such file")
     return FileResponse(path, media_type=content_type, headers=SECURITY_HEADERS)
 
 
@@ -131,7 +133,7 @@ def create_web_router(store: TurnStore, keys: KeyRing) -> APIRouter:
         """
         caller = keys.resolve(authorization)
         if caller is None:
-            return _problem(401, "Unauthorized", "missing or unknown API key")
+            return _problem(401, "missing or unknown API key")
         views = user_turns(store, caller.user_id)
         body = {
             "user_id": caller.user_id,
