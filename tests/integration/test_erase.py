@@ -132,21 +132,25 @@ async def test_erase_is_collapsed_while_pending_and_completes(stack: RunningStac
         assert none_yet.status_code == 404
         turn_id = await _send(client, rs, user, GOAL)
         await _wait_final(client, rs, user, turn_id)
-        # Five at once: one erase, five identical receipts.
+        # Five at once: every call while an erase is pending gets its receipt and
+        # publishes nothing. (An idle stack can complete an erase within tens of
+        # milliseconds, so a late call may rightly start a second one: what must
+        # hold is one published request per receipt that was not collapsed. The
+        # exact collapse is unit-tested with a held erase.)
         answers = await asyncio.gather(
             *(client.delete(f"{rs.url}/v1/me", headers=headers(user)) for _ in range(5))
         )
         assert {a.status_code for a in answers} == {202}
         receipts = [a.json() for a in answers]
-        assert len({r["request_id"] for r in receipts}) == 1
-        assert sorted(r["collapsed"] for r in receipts) == [False, True, True, True, True]
-        first = receipts[0]
+        started = [r["request_id"] for r in receipts if not r["collapsed"]]
+        assert len(started) == len(set(started)) == len({r["request_id"] for r in receipts})
+        first = next(r for r in receipts if not r["collapsed"])
         assert set(first["owners"]) == {"shadow", "persona", "stability", "synth"}
         assert first["erased_at"] and first["offset"] >= 0
         done = await _erase_complete(client, rs, user)
-        assert done["request_id"] == first["request_id"]
+        assert done["request_id"] == max(started)  # ids are time-ordered (UUIDv7)
         assert done["status"] == "erased" and done["pending"] == []
-        assert [e["turn_id"] for e in await _erase_records(rs, user)] == [first["request_id"]]
+        assert sorted(e["turn_id"] for e in await _erase_records(rs, user)) == sorted(started)
         # Complete: a new erase is a new request.
         again = await client.delete(f"{rs.url}/v1/me", headers=headers(user))
         assert again.json()["request_id"] != first["request_id"]
