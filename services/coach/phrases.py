@@ -17,13 +17,23 @@ from coachbus.text import TOPIC_ORDER, Phrase
 _DOC = C.read("services.coach.content", "phrases.toml")
 C.only(_DOC, _DOC.raw, ("open", "question", "risky", "post_crisis", "ordinal"), "")
 
-_OPEN = ("progress", "setback", "setback_again", "new_goal", "repeated", "neutral", "generic")
+# The openers, and the placeholders Coach fills in each: the topic label's forms, and
+# the ordinal of the setback ({nth}) where a setback repeats.
+_OPEN = {
+    "progress": TOPIC,
+    "setback": TOPIC,
+    "setback_again": TOPIC | {"nth"},
+    "new_goal": TOPIC,
+    "repeated": TOPIC,
+    "neutral": TOPIC,
+    "generic": TOPIC,
+}
 _open = keyed(
     _DOC,
     _DOC.raw.get("open"),
     "open",
     _OPEN,
-    lambda d, v, at: variants(d, v, at, TOPIC | {"nth"} if at.endswith("again") else TOPIC),
+    lambda d, v, at: variants(d, v, at, _OPEN[at.removeprefix("open.")]),
 )
 OPEN_PROGRESS = _open["progress"]
 OPEN_SETBACK = _open["setback"]

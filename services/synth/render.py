@@ -55,12 +55,13 @@ def _topic_steps(doc: C.Doc, value: object, at: str) -> TopicSteps:
 
 
 _STEPS_DOC = C.read(_PKG, "topic_steps.toml")
+_domains = dict(_STEPS_DOC.raw)
+GENERIC_STEPS = _topic_steps(_STEPS_DOC, _domains.pop("generic", None), "generic")
 # Domains without steps of their own (none yet for music, mindfulness, substances)
 # get the generic ones.
 TOPIC_STEPS: dict[str, TopicSteps] = keyed(
-    _STEPS_DOC, _STEPS_DOC.raw, "", (*TOPIC_ORDER, "generic"), _topic_steps, every=False
+    _STEPS_DOC, _domains, "", TOPIC_ORDER, _topic_steps, every=False
 )
-GENERIC_STEPS = TOPIC_STEPS.pop("generic", None) or _topic_steps(_STEPS_DOC, None, "generic")
 
 
 def _steps(topic: str | None) -> TopicSteps:
@@ -83,15 +84,17 @@ def _group(name: str) -> dict[str, object]:
     return C.table(_DOC, _DOC.raw.get(name), name)
 
 
+_acks = dict(_group("ack"))
+# Without a domain there is no label to name.
+ACK_GENERIC = variants(_DOC, _acks.pop("generic", None), "ack.generic", NONE)
 _ack = keyed(
     _DOC,
-    _group("ack"),
+    _acks,
     "ack",
-    (*(s.value for s in TurnSignal), "generic"),
-    lambda d, v, at: variants(d, v, at, NONE if at.endswith("generic") else TOPIC),
+    (s.value for s in TurnSignal),
+    lambda d, v, at: variants(d, v, at, TOPIC),
 )
 ACK: dict[TurnSignal, tuple[Phrase, ...]] = {s: _ack[s.value] for s in TurnSignal}
-ACK_GENERIC = _ack["generic"]
 
 _safety = _group("safety")
 C.only(_DOC, _safety, ("intro", "safer", "safer_more", "question"), "safety")
@@ -103,11 +106,11 @@ SAFETY_INTRO_HEALTH = _intro["health"]
 _VENTURE_STEPS = frozenset({"quit_job_abruptly", "all_savings", "debt_for_venture"})
 SAFER = phrase(_DOC, _safety.get("safer"), "safety.safer", TOPIC | {"safer"})
 SAFER_MORE = phrase(_DOC, _safety.get("safer_more"), "safety.safer_more", TOPIC | {"safer"})
+# The closing question by the first blocked step, else the generic one.
+_questions = dict(C.table(_DOC, _safety.get("question"), "safety.question"))
+SAFETY_QUESTION = phrase(_DOC, _questions.pop("generic", None), "safety.question.generic")
 SAFETY_QUESTIONS: dict[str, Phrase] = keyed(
-    _DOC, _safety.get("question"), "safety.question", (*CATALOGUE, "generic"), phrase, every=False
-)
-SAFETY_QUESTION = SAFETY_QUESTIONS.pop("generic", None) or phrase(
-    _DOC, None, "safety.question.generic"
+    _DOC, _questions, "safety.question", CATALOGUE, phrase, every=False
 )
 
 _care = keyed(_DOC, _group("care"), "care", ("open", "middle", "question"), phrase)
@@ -140,13 +143,16 @@ QUESTION: dict[CoachingStrategy, tuple[Phrase, ...]] = {
     S(k): v for k, v in keyed(_DOC, _group("question"), "question", _STRATEGIES, variants).items()
 }
 
-# Reframes for cognitive reframing, by pattern (first-person-free, register-neutral).
-_reframe = keyed(_DOC, _group("reframe"), "reframe", (*_PATTERNS, "generic"), phrase, every=False)
+# Reframes for cognitive reframing, by pattern (first-person-free, register-neutral);
+# None: the generic one.
+_reframes = dict(_group("reframe"))
 REFRAME: dict[PatternClass | None, Phrase] = {
-    (None if k == "generic" else PatternClass(k)): v for k, v in _reframe.items()
+    None: phrase(_DOC, _reframes.pop("generic", None), "reframe.generic")
 }
-if None not in REFRAME:
-    raise _DOC.fail("reframe.generic", "missing")
+REFRAME.update(
+    (PatternClass(k), v)
+    for k, v in keyed(_DOC, _reframes, "reframe", _PATTERNS, phrase, every=False).items()
+)
 
 
 # --------------------------------------------------------------------------- assembly

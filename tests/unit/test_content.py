@@ -4,11 +4,13 @@ and safer phrase; and a broken file names the place of the mistake."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import importlib
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import ModuleType
-from typing import get_args
+from typing import Any, get_args
 
 import pytest
 
@@ -58,7 +60,7 @@ def _walk(value: object, at: str) -> Iterator[tuple[str, Phrase]]:
 def _phrases(module: ModuleType) -> dict[str, Phrase]:
     found: dict[str, Phrase] = {}
     for name, value in vars(module).items():
-        if not name.startswith("__"):
+        if not name.startswith("_"):
             found.update(_walk(value, f"{module.__name__}.{name}"))
     return found
 
@@ -173,3 +175,41 @@ def test_a_phrase_reads_the_shared_german_form_for_both_registers() -> None:
 def test_a_bad_regex_names_its_place() -> None:
     with pytest.raises(C.ContentError, match=r"example.toml: cues: not a regular expression"):
         C.pattern(_doc({}), "(unclosed", "cues")
+
+
+def _broken(monkeypatch: pytest.MonkeyPatch, name: str, edit: Callable[[Any], None]) -> None:
+    """Make the loaders read ``name`` with ``edit`` applied (the others as shipped)."""
+    read = C.read
+
+    def patched(package: str, file: str) -> C.Doc:
+        doc = read(package, file)
+        if file != name:
+            return doc
+        raw = copy.deepcopy(doc.raw)
+        edit(raw)
+        return C.Doc(doc.source, raw)
+
+    monkeypatch.setattr(C, "read", patched)
+
+
+def test_a_broken_catalogue_names_the_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    _broken(monkeypatch, "risky_steps.toml", lambda raw: raw["step"][2]["safer"].pop("en"))
+    with pytest.raises(C.ContentError, match=r"risky_steps.toml: step\[2\].safer.en: must be"):
+        safety._catalogue()
+    _broken(monkeypatch, "risky_steps.toml", lambda raw: raw["step"][0].update(reveals=["x"]))
+    with pytest.raises(C.ContentError, match=r"step\[0\].reveals: 'x' is not a \[condition\]"):
+        safety._catalogue()
+
+
+def test_a_domain_without_a_label_form_names_its_place(monkeypatch: pytest.MonkeyPatch) -> None:
+    _broken(monkeypatch, "topics.toml", lambda raw: raw["domain"][5]["label"].pop("bei"))
+    with pytest.raises(C.ContentError, match=r"topics.toml: domain\[5\].label.bei: must be"):
+        text._topics()
+
+
+def test_synth_will_not_start_with_a_missing_sentence(monkeypatch: pytest.MonkeyPatch) -> None:
+    _broken(monkeypatch, "render.toml", lambda raw: raw["step"].pop("habit_stacking"))
+    with pytest.raises(C.ContentError, match=r"render.toml: step: missing \['habit_stacking'\]"):
+        importlib.reload(render)
+    monkeypatch.undo()
+    importlib.reload(render)
