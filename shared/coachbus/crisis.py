@@ -7,7 +7,11 @@ so one message gets one answer wherever it is read.
 How the deterministic tier decides, on the normalised text (coachbus.normalize):
 
 1. **Guards** mark figurative speech ("this deadline is killing me", "die Hitze
-   bringt mich um", "todmüde"). Nothing inside a guarded span counts.
+   bringt mich um", "todmüde"), explicit denials, other people's stories and media.
+   Nothing inside a guarded span counts (a guard may name the categories it takes
+   out: a friend's suicide told calmly is guarded, a friend's collapse is not).
+   **History** is a guard too: a sentence with a past marker, in a message that says
+   it is over and nowhere that it is back, is not read.
 2. **Rules** read a first-person, literal statement of a crisis: a wish to be dead,
    thoughts of suicide, a burden or no-reason-to-live statement, farewell behaviour,
    a plan, a method or a time, self-harm in any tense, abuse, a medical emergency.
@@ -37,6 +41,10 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
+# The regex parser, to read which word a pattern must start with (see _first_words).
+from re import _constants as _sre  # type: ignore[attr-defined]
+from re import _parser as _sre_parse  # type: ignore[attr-defined]
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from coachbus.contracts.payloads import CrisisCategory, CrisisScreen
@@ -62,17 +70,41 @@ class Rule:
     rule_id: str
     category: CrisisCategory
     kind: str
-    rx: re.Pattern[str]
+    # One compiled pattern each: joined into one alternation, a short early match
+    # would hide a longer overlapping one that a guard does not cover.
+    rx: tuple[Pattern, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Guard:
+    rx: tuple[Pattern, ...]
+    # What the guard takes out: rule categories and/or "cue"; None is everything.
+    # A calm story about someone else hides their suicide, not their collapse.
+    applies: frozenset[str] | None = None
+
+    def covers(self, what: str) -> bool:
+        return self.applies is None or what in self.applies
+
+
+@dataclass(frozen=True, slots=True)
+class History:
+    """Past and over: a sentence with a past marker is history when the message also
+    says it is over (a resolution marker) and nowhere says it is back."""
+
+    past: tuple[Pattern, ...]
+    resolved: tuple[Pattern, ...]
+    recurring: tuple[Pattern, ...]
 
 
 @dataclass(frozen=True, slots=True)
 class RuleBook:
     rules: tuple[Rule, ...]
-    guards: tuple[re.Pattern[str], ...]
-    cues: tuple[re.Pattern[str], ...]
+    guards: tuple[Guard, ...]
+    cues: tuple[Pattern, ...]
     negation: re.Pattern[str]
     # A clause ends here: a negation before it does not reach past it.
     clause_break: re.Pattern[str]
+    history: History | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +140,120 @@ def _compile(patterns: list[str]) -> re.Pattern[str]:
     return re.compile("|".join(f"(?:{fold_pattern(p)})" for p in patterns))
 
 
+_WORD = re.compile(r"[a-z0-9]+")
+_MAX_PREFIXES = 256
+
+
+def _first_words(pattern: str) -> frozenset[str] | None:
+    """Words one of which every match must start with, or None when unknown.
+
+    Read from the parsed pattern: after a leading ``\\b``, the literal letters each
+    alternative starts with, up to the first space (then it is a whole word, kept
+    with its space). A message that holds no word
+    starting with any of them cannot match, so the pattern is not run on it (a
+    4,000-character message is screened by hundreds of patterns; most cannot match).
+    """
+
+    def seq(items: list[tuple[object, object]]) -> set[str] | None:
+        cur = {""}
+        for op, av in items:
+            if op is _sre.AT and not any(cur):
+                continue
+            if op is _sre.LITERAL:
+                ch = chr(av)  # type: ignore[arg-type]
+                if ch == " ":  # a whole first word: "i " is not any word starting "i"
+                    return {c + " " for c in cur} if any(cur) else None
+                cur = {c + ch for c in cur}
+                continue
+            if op is _sre.SUBPATTERN:
+                sub = seq(list(av[-1]))  # type: ignore[index]
+                return _join(cur, sub)
+            if op is _sre.BRANCH:
+                alts: set[str] = set()
+                for alt in av[1]:  # type: ignore[index]
+                    a = seq(list(alt))
+                    if a is None:
+                        return cur if any(cur) else None
+                    alts |= a
+                return _join(cur, alts)
+            break
+        return cur if any(cur) else None
+
+    def _join(cur: set[str], sub: set[str] | None) -> set[str] | None:
+        if sub is None or "" in sub:
+            return cur if any(cur) else None
+        out = {c + x for c in cur for x in sub}
+        return out if len(out) <= _MAX_PREFIXES else (cur if any(cur) else None)
+
+    try:
+        parsed = list(_sre_parse.parse(pattern))
+    except Exception:  # pragma: no cover - compiled already, so it parses
+        return None
+    if not parsed or parsed[0][0] is not _sre.AT:
+        return None  # only patterns that start at a word boundary are gated
+    found = seq(parsed)
+    if not found:
+        return None
+    words = {w.split(" ")[0] + (" " if " " in w else "") for w in found}
+    if any(not _WORD.fullmatch(w.rstrip(" ")) for w in words):
+        return None
+    return frozenset(words)
+
+
+@dataclass(frozen=True, slots=True)
+class Pattern:
+    """A compiled pattern and the word starts it needs (see :func:`_first_words`)."""
+
+    rx: re.Pattern[str]
+    needs: frozenset[str] | None
+
+    def finditer(self, text: str, index: WordIndex) -> list[re.Match[str]]:
+        """Like ``rx.finditer``, but tried only where a word it needs starts."""
+        if self.needs is None:
+            return list(self.rx.finditer(text))
+        hits = self.needs & index.keys
+        if not hits:
+            return []
+        where = sorted({i for k in hits for i in index.at[k]})
+        out: list[re.Match[str]] = []
+        end = 0
+        for i in where:
+            if i < end:
+                continue
+            m = self.rx.match(text, i)
+            if m is not None:
+                out.append(m)
+                end = m.end()
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class WordIndex:
+    """Where each prefix of each word starts, and each whole word with a space after
+    it: the positions a gated :class:`Pattern` is tried at."""
+
+    at: dict[str, list[int]]
+    keys: frozenset[str]
+
+
+def _word_index(text: str) -> WordIndex:
+    at: dict[str, list[int]] = {}
+    for m in _WORD.finditer(text):
+        w, start = m.group(0), m.start()
+        for i in range(1, len(w) + 1):
+            at.setdefault(w[:i], []).append(start)
+        at.setdefault(w + " ", []).append(start)
+    return WordIndex(at=at, keys=frozenset(at))
+
+
+def _compile_each(patterns: list[str]) -> tuple[Pattern, ...]:
+    out = []
+    for p in patterns:
+        folded = fold_pattern(p)
+        out.append(Pattern(re.compile(folded), _first_words(folded)))
+    return tuple(out)
+
+
 def parse_rulebook(text: str) -> RuleBook:
     raw = tomllib.loads(text)
     rules = tuple(
@@ -115,7 +261,7 @@ def parse_rulebook(text: str) -> RuleBook:
             rule_id=r["id"],
             category=CrisisCategory(r["label"]),
             kind=r["kind"],
-            rx=_compile(r["patterns"]),
+            rx=_compile_each(r["patterns"]),
         )
         for r in raw["rule"]
     )
@@ -124,12 +270,35 @@ def parse_rulebook(text: str) -> RuleBook:
     ids = [r.rule_id for r in rules]
     if len(ids) != len(set(ids)):
         raise ValueError("rule ids must be unique")
+    known = {c.value for c in CrisisCategory} | {"cue"}
+    guards = []
+    for g in raw.get("guard", []):
+        applies = g.get("applies")
+        if applies is not None and not set(applies) <= known:
+            raise ValueError(f"guard {g.get('id')!r}: unknown 'applies' {applies!r}")
+        guards.append(
+            Guard(
+                rx=_compile_each(g["patterns"]),
+                applies=frozenset(applies) if applies is not None else None,
+            )
+        )
+    h = raw.get("history")
+    history = (
+        History(
+            past=_compile_each(h["past"]),
+            resolved=_compile_each(h["resolved"]),
+            recurring=_compile_each(h["recurring"]),
+        )
+        if h
+        else None
+    )
     return RuleBook(
         rules=rules,
-        guards=tuple(_compile(g["patterns"]) for g in raw.get("guard", [])),
-        cues=tuple(_compile(c["patterns"]) for c in raw.get("cue", [])),
+        guards=tuple(guards),
+        cues=tuple(p for c in raw.get("cue", []) for p in _compile_each(c["patterns"])),
         negation=_compile(raw["negation"]["patterns"]),
         clause_break=_compile(raw["negation"]["clause_breaks"]),
+        history=history,
     )
 
 
@@ -164,6 +333,22 @@ def _overlaps(span: tuple[int, int], spans: list[tuple[int, int]]) -> bool:
     return any(span[0] < end and start < span[1] for start, end in spans)
 
 
+_SENTENCE = re.compile(r"[^.!?]+[.!?]*")
+
+
+def _history_spans(book: RuleBook, text: str, index: WordIndex) -> list[tuple[int, int]]:
+    """Sentences told as history (see :class:`History`); nothing in them counts."""
+    h = book.history
+    if h is None or not any(p.finditer(text, index) for p in h.resolved):
+        return []
+    if any(p.finditer(text, index) for p in h.recurring):
+        return []
+    past = [m.start() for p in h.past for m in p.finditer(text, index)]
+    return [
+        s.span() for s in _SENTENCE.finditer(text) if any(s.start() <= i < s.end() for i in past)
+    ]
+
+
 def _negated(book: RuleBook, text: str, start: int) -> bool:
     """A negation in the same clause, a few words before the match."""
     window = text[max(0, start - 48) : start]
@@ -178,23 +363,37 @@ def assess(text: str, book: RuleBook | None = None, cal: Calibration | None = No
     book = book or rulebook()
     cal = cal or calibration()
     n = normalize(text)
-    guarded = [m.span() for g in book.guards for m in g.finditer(n)]
+    index = _word_index(n)
+    history = _history_spans(book, n, index)
+    spans = [(g, [m.span() for p in g.rx for m in p.finditer(n, index)]) for g in book.guards]
+
+    def guarded(what: str) -> list[tuple[int, int]]:
+        return history + [sp for g, found in spans if g.covers(what) for sp in found]
+
     best: Rule | None = None
     matched: list[str] = []
     rule_ids: list[str] = []
     cue_hits: list[str] = []
     for rule in book.rules:
-        for m in rule.rx.finditer(n):
-            if _overlaps(m.span(), guarded):
-                continue
-            if _negated(book, n, m.start()):
-                cue_hits.append(m.group(0))
-                continue
-            matched.append(m.group(0))
-            rule_ids.append(rule.rule_id)
-            if best is None or CRISIS_RANK[rule.category] > CRISIS_RANK[best.category]:
-                best = rule
-            break
+        cover = guarded(rule.category.value)
+        hit = None
+        for p in rule.rx:
+            for m in p.finditer(n, index):
+                if _overlaps(m.span(), cover):
+                    continue
+                if _negated(book, n, m.start()):
+                    cue_hits.append(m.group(0))
+                    continue
+                hit = m
+                break
+            if hit is not None:
+                break
+        if hit is None:
+            continue
+        matched.append(hit.group(0))
+        rule_ids.append(rule.rule_id)
+        if best is None or CRISIS_RANK[rule.category] > CRISIS_RANK[best.category]:
+            best = rule
     if best is not None:
         return Finding(
             category=best.category,
@@ -203,8 +402,11 @@ def assess(text: str, book: RuleBook | None = None, cal: Calibration | None = No
             matched=tuple(sorted(set(matched))[:_MAX_MATCHED]),
             rule_ids=tuple(rule_ids),
         )
+    cover = guarded("cue")
     for cue in book.cues:
-        cue_hits.extend(m.group(0) for m in cue.finditer(n) if not _overlaps(m.span(), guarded))
+        cue_hits.extend(
+            m.group(0) for m in cue.finditer(n, index) if not _overlaps(m.span(), cover)
+        )
     if cue_hits:
         return Finding(
             category=CrisisCategory.NONE,
@@ -334,6 +536,8 @@ __all__ = [
     "UNCERTAIN",
     "Calibration",
     "Finding",
+    "Guard",
+    "History",
     "RiskScreenCall",
     "RuleBook",
     "assess",

@@ -12,7 +12,11 @@ form, and every pattern is written against that form:
 * case folded (``casefold`` also turns ß into ss);
 * German umlauts folded to their two-letter spelling (ä → ae, ö → oe, ü → ue), so
   "möchte" and "moechte" are one word;
-* apostrophes inside words dropped ("can't" and "cant" are one word);
+* English contractions spelled out before apostrophes go ("he'll" → "he will", not
+  "hell"; "i'm" → "i am"; "won't" → "will not"); the same words typed without the
+  apostrophe ("im", "ill", "id") stay as typed, since they are words of their own;
+* other apostrophes inside words dropped ("wär's" and "wärs" are one word);
+* "kms" after a number is kilometres ("ran 5 kms" → "ran 5 km"), not the slang;
 * a letter repeated three or more times collapsed to one ("dieee" → "die");
 * abbreviations and slang expanded word by word from a data file
   (``content/abbreviations.toml``), so "kms" reads "kill myself";
@@ -69,6 +73,21 @@ _UMLAUTS = str.maketrans({"ä": "ae", "ö": "oe", "ü": "ue"})
 # An apostrophe between letters: a contraction or elision (can't, i'm, wär's).
 _INNER_APOSTROPHE = re.compile(r"(?<=[a-z])'(?=[a-z])")
 _REPEATED = re.compile(r"([a-z])\1{2,}")
+# Contractions with one reading each, spelled out before apostrophes are dropped.
+_SPELLED = {"ll": "will", "re": "are", "ve": "have", "m": "am", "d": "would"}
+_CONTRACTIONS = (
+    (
+        re.compile(r"\b(wo|ca|sha)n't\b"),
+        lambda m: {"wo": "will not", "ca": "cannot", "sha": "shall not"}[m.group(1)],
+    ),
+    (re.compile(r"\bain't\b"), lambda m: "is not"),
+    (re.compile(r"(?<=[a-z])n't\b"), lambda m: " not"),
+    (
+        re.compile(r"(?<=[a-z])'(ll|re|ve|m|d)\b"),
+        lambda m: " " + _SPELLED[m.group(1)],
+    ),
+)
+_KILOMETRES = re.compile(r"\b(\d+(?:[.,]\d+)?) ?kms\b")
 _SPACE = re.compile(r"\s+")
 _TOKEN = re.compile(r"[a-z0-9]+")
 
@@ -86,13 +105,15 @@ def _abbreviations() -> dict[str, str]:
 def _fold(text: str) -> str:
     text = unicodedata.normalize("NFKC", text).translate(_TYPOGRAPHIC).casefold()
     text = text.translate(_UMLAUTS)
+    for rx, spelled in _CONTRACTIONS:
+        text = rx.sub(spelled, text)
     text = _INNER_APOSTROPHE.sub("", text)
     return _REPEATED.sub(r"\1", text)
 
 
 def normalize(text: str) -> str:
     """The canonical form every screen reads (see the module docstring)."""
-    folded = _fold(text)
+    folded = _KILOMETRES.sub(r"\1 km", _fold(text))
     table = _abbreviations()
     expanded = _TOKEN.sub(lambda m: table.get(m.group(0), m.group(0)), folded)
     return _SPACE.sub(" ", expanded).strip()

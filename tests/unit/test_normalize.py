@@ -27,6 +27,11 @@ pytestmark = pytest.mark.unit
         ("SOOOO TIRED", "so tired"),
         # slang and abbreviations
         ("kms rn", "kill myself right now"),
+        ("ran 5 kms, then 10kms", "ran 5 km, then 10 km"),
+        # contractions are spelled out before apostrophes go: "he'll" is not "hell"
+        ("he’ll find me", "he will find me"),
+        ("I'm done, I'd go, they're here", "i am done, i would go, they are here"),
+        ("I've been, won't, can't", "i have been, will not, cannot"),
         ("hab nich geschlafen", "habe nicht geschlafen"),
         # full-width forms, zero-width characters, dashes, white space
         ("Ｉ　ｃａｎ’ｔ", "i cannot"),
