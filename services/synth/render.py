@@ -103,7 +103,6 @@ SAFETY_INTRO = _intro["venture"]
 # Health-related blocks (medication, injury, diet, sleep) need a different opening
 # than a risky venture: the drive to feel better is met with care, not strategy.
 SAFETY_INTRO_HEALTH = _intro["health"]
-_VENTURE_STEPS = frozenset({"quit_job_abruptly", "all_savings", "debt_for_venture"})
 SAFER = phrase(_DOC, _safety.get("safer"), "safety.safer", TOPIC | {"safer"})
 SAFER_MORE = phrase(_DOC, _safety.get("safer_more"), "safety.safer_more", TOPIC | {"safer"})
 # The closing question by the first blocked step, else the generic one.
@@ -202,7 +201,8 @@ def parts(sheet: DecisionSheet) -> list[_Part]:
     # Safety redirect: only steps the message is heading for now get a safer path.
     current = [b for b in sheet.never_say if b.confidence >= 0.75] or sheet.never_say[:1]
     if sheet.mode == "safety":
-        venture = any(b.step_id in _VENTURE_STEPS for b in current[:1])
+        lead = CATALOGUE.get(current[0].step_id) if current else None
+        venture = lead is not None and lead.approach == "venture"
         intro = pick(SAFETY_INTRO if venture else SAFETY_INTRO_HEALTH, seed, 1)
         out.append(_Part("safety", intro.get(lang, reg), True))
         for i, b in enumerate(current[:2]):

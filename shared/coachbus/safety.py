@@ -18,6 +18,7 @@ import tomllib
 from dataclasses import dataclass, field
 from functools import cache
 from importlib.resources import files as resources_files
+from typing import Literal
 
 from coachbus import content as C
 from coachbus import helplines
@@ -180,6 +181,9 @@ class StepSpec:
     needs_condition: str = ""
     # Conditions this step's trigger reveals and Stability should remember.
     reveals: tuple[str, ...] = field(default_factory=tuple)
+    # How a reply opens the safer path: "venture" (a risky bet on a plan: job, savings,
+    # debt) meets the drive with strategy, "care" (health, safety) with care.
+    approach: Literal["venture", "care"] = "care"
 
     @property
     def priority(self) -> int:
@@ -220,7 +224,7 @@ def _rx(p: str) -> re.Pattern[str]:
 # field), read and checked once at import.
 _STEP_KEYS = (
     *("id", "topic", "step", "reason", "severity", "detectability", "reversibility"),
-    *("needs_condition", "reveals", "triggers", "markers", "safer"),
+    *("needs_condition", "reveals", "approach", "triggers", "markers", "safer"),
 )
 
 
@@ -243,6 +247,9 @@ def _step(doc: C.Doc, value: object, at: str, conditions: set[str]) -> StepSpec:
     for name, where in ((needs, "needs_condition"), *((r, "reveals") for r in reveals)):
         if name and name not in conditions:
             raise doc.fail(f"{at}.{where}", f"{name!r} is not a [condition]")
+    approach = raw.get("approach")
+    if approach not in ("venture", "care"):
+        raise doc.fail(f"{at}.approach", f'{approach!r}: must be "venture" or "care"')
     markers = C.texts(doc, raw.get("markers"), f"{at}.markers")
     for k, m in enumerate(markers):
         if m != m.strip().lower():
@@ -261,6 +268,7 @@ def _step(doc: C.Doc, value: object, at: str, conditions: set[str]) -> StepSpec:
         safer=phrase(doc, raw.get("safer"), f"{at}.safer"),
         needs_condition=C.text(doc, needs, f"{at}.needs_condition") if needs else "",
         reveals=reveals,
+        approach=approach,
         **frame,
     )
 
