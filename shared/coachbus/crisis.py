@@ -42,8 +42,13 @@ from functools import cache
 from importlib import resources
 
 # The regex parser, to read which word a pattern must start with (see _first_words).
-from re import _constants as _sre  # type: ignore[attr-defined]
-from re import _parser as _sre_parse  # type: ignore[attr-defined]
+# Private modules of ``re``: where a Python lacks them, every pattern is simply tried
+# everywhere (the same answers, only slower).
+try:
+    from re import _constants as _sre  # type: ignore[attr-defined]
+    from re import _parser as _sre_parse  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - present on every supported Python
+    _sre = _sre_parse = None
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -185,6 +190,8 @@ def _first_words(pattern: str) -> frozenset[str] | None:
         out = {c + x for c in cur for x in sub}
         return out if len(out) <= _MAX_PREFIXES else (cur if any(cur) else None)
 
+    if _sre_parse is None:  # pragma: no cover
+        return None
     try:
         parsed = list(_sre_parse.parse(pattern))
     except Exception:  # pragma: no cover - compiled already, so it parses

@@ -64,7 +64,7 @@ async def test_llm_tier_is_reported_beside_the_rules(
         # The CLI runs its own event loop; the simulator serves on this one.
         code = await asyncio.to_thread(eval_cli.main, argv)
     assert code == 0
-    rep = json.loads(capsys.readouterr().out)
+    rep = json.loads(capsys.readouterr().out)["corpora"]["crisis"]
     det, router = rep["tiers"]["deterministic"], rep["tiers"]["router"]
     assert det["items"] == router["items"] == len(ITEMS)
     assert det["tokens"] == 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 Split = Literal["dev", "heldout"]
 SPLITS: tuple[Split, ...] = ("dev", "heldout")
@@ -26,6 +26,41 @@ class Item:
     category: str
     source: str
     split: Split
+
+
+# The fields each corpus adds to id, language and source (tests/data/eval/README.md).
+FIELDS: dict[str, tuple[str, ...]] = {
+    "crisis": ("text", "label", "category"),
+    "steps": ("text", "conditions", "expected"),
+    "conflicts": ("turns", "expected"),
+    "patterns": ("turns", "expected"),
+    "register": ("text", "expected_language", "expected_register", "stated"),
+    "replies": ("reply", "register", "never_say", "expected"),
+}
+
+
+def load_raw(corpus: str, split: Split, data: Path = DEFAULT_DATA) -> list[dict[str, Any]]:
+    """Every item of a corpus split as a dict, its keys checked against ``FIELDS``."""
+    path = data / corpus / f"{split}.jsonl"
+    if not path.is_file():
+        raise CorpusError(f"no corpus file {path} (run from the repository root or pass --data)")
+    keys = {"id", "language", "source", *FIELDS[corpus]}
+    items: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            raw = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise CorpusError(f"{path}:{n}: not JSON: {exc}") from None
+        if not isinstance(raw, dict) or set(raw) != keys:
+            raise CorpusError(f"{path}:{n}: keys must be exactly {sorted(keys)}")
+        if raw["language"] not in ("en", "de") or raw["id"] in seen:
+            raise CorpusError(f"{path}:{n}: language en|de and a unique id")
+        seen.add(raw["id"])
+        items.append(raw)
+    return items
 
 
 def load(corpus: str, split: Split, data: Path = DEFAULT_DATA) -> list[Item]:

@@ -1,0 +1,336 @@
+"""The decisions beside the crisis screen, scored on their corpora.
+
+Each corpus under ``tests/data/eval/<corpus>/`` holds the inputs of one decision and
+what it should have decided; a scorer runs the decision in process — the agents'
+own functions, in order, as the services chain them through their state topics,
+with no broker — and counts per label:
+
+* ``steps``: the risky steps Stability blocks for a message and its standing
+  conditions (multi-label: per step and micro precision/recall, exact match);
+* ``register``: the language and du/Sie decided where a message enters;
+* ``patterns``: the primary pattern Shadow writes on the blackboard after a short
+  conversation;
+* ``conflicts``: the conflict Synth records on the last turn of a conversation
+  (rule, winner, overruled), and none where none is expected;
+* ``replies``: the defects the one reply checker finds (merge artefacts, blocked
+  steps, wrong register, wrong language), and good replies it must pass.
+
+The services are imported lazily: this module is a tool of the command line, like
+the benchmarks, and the library itself never depends on a service.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from coachbus.eval.metrics import Binary, percentile, ratio, reliability
+
+Raw = dict[str, Any]
+NONE = "none"
+
+
+@dataclass(slots=True)
+class Scored:
+    """One item's answer: the labels predicted and expected (sets, for multi-label)."""
+
+    item: Raw
+    predicted: frozenset[str]
+    expected: frozenset[str]
+    confidence: float | None = None
+    latency_s: float = 0.0
+
+    @property
+    def exact(self) -> bool:
+        return self.predicted == self.expected
+
+
+@dataclass(slots=True)
+class Report:
+    corpus: str
+    scored: list[Scored] = field(default_factory=list)
+
+    def as_dict(self, *, list_items: bool) -> dict[str, Any]:
+        labels = sorted({lab for s in self.scored for lab in s.predicted | s.expected})
+        per_label = {lab: Binary() for lab in labels}
+        micro = Binary()
+        by_language: dict[str, Binary] = defaultdict(Binary)
+        for s in self.scored:
+            for lab in labels:
+                gold, pred = lab in s.expected, lab in s.predicted
+                per_label[lab].add(gold, pred)
+                if lab != NONE:
+                    micro.add(gold, pred)
+                    by_language[s.item["language"]].add(gold, pred)
+        exact = sum(s.exact for s in self.scored)
+        pairs = [(s.confidence, s.exact) for s in self.scored if s.confidence is not None]
+        latencies = [s.latency_s * 1000 for s in self.scored]
+        out: dict[str, Any] = {
+            "items": len(self.scored),
+            "exact_match": ratio(exact, len(self.scored)),
+            "micro": micro.as_dict(),
+            "by_label": {k: v.as_dict() for k, v in per_label.items()},
+            "by_language": {k: v.as_dict() for k, v in sorted(by_language.items())},
+            "reliability": reliability(pairs) if pairs else None,
+            "latency_ms": {
+                "p50": _round(percentile(latencies, 50)),
+                "p95": _round(percentile(latencies, 95)),
+            },
+            "carried_by": {"deterministic": len(self.scored)},
+        }
+        if list_items:
+            out["misses"] = [
+                {
+                    "id": s.item["id"],
+                    "expected": sorted(s.expected),
+                    "predicted": sorted(s.predicted),
+                }
+                for s in self.scored
+                if not s.exact
+            ]
+        return out
+
+
+def _round(v: float | None) -> float | None:
+    return None if v is None else round(v, 3)
+
+
+def _timed(
+    fn: Callable[[], tuple[frozenset[str], float | None]],
+) -> tuple[frozenset[str], float | None, float]:
+    started = time.perf_counter()
+    labels, confidence = fn()
+    return labels, confidence, time.perf_counter() - started
+
+
+# --------------------------------------------------------------------------- messages
+
+
+def _message(text: str, user: str, n: int, earlier: str | None = None) -> Any:
+    from coachbus.contracts.events import UserMessage
+
+    return UserMessage.create(
+        user_id=user,
+        session_id=f"{user}-s",
+        text=text,
+        deadline_ms=20_000,
+        max_tokens=0,
+        wall_clock_ms=20_000,
+        turn_id=f"{user}-t{n:03d}",
+        earlier=earlier,  # type: ignore[arg-type]
+    )
+
+
+@dataclass(slots=True)
+class _Conversation:
+    """The agents' state chained turn by turn, as the services chain it."""
+
+    user: str
+    board: Any = None
+    profile: Any = None
+    safety: Any = None
+    language: str | None = None
+    turns: int = 0
+
+    def turn(self, text: str) -> tuple[Any, dict[str, Any]]:
+        from coachbus.contracts.events import (
+            CoachResult,
+            PersonaResult,
+            PlasticityResult,
+            ShadowResult,
+            StabilityResult,
+        )
+        from services.coach import logic as coach
+        from services.persona import logic as persona
+        from services.plasticity import logic as plasticity
+        from services.shadow import logic as shadow
+        from services.stability import logic as stability
+
+        self.turns += 1
+        msg = _message(text, self.user, self.turns, self.language)
+        self.language = msg.language
+        prev_board, prev_profile = self.board, self.profile
+        c = coach.quick_reply(msg, prev_board, self.safety)
+        self.board, sp = shadow.observe(prev_board, msg)
+        self.profile, pp = persona.observe(prev_profile, prev_board, msg)
+        pl = plasticity.plan(prev_profile, msg, prev_board)
+        self.safety, st = stability.assess(self.safety, prev_board, msg)
+        common = {
+            "turn_id": msg.turn_id,
+            "session_id": msg.session_id,
+            "user_id": msg.user_id,
+            "tier": "deterministic",
+            "latency_ms": 0.1,
+        }
+        results: dict[str, Any] = {
+            "shadow": ShadowResult(payload=sp, **common),
+            "persona": PersonaResult(payload=pp, **common),
+            "plasticity": PlasticityResult(payload=pl, **common),
+            "stability": StabilityResult(payload=st, **common),
+            "coach": CoachResult(payload=c, **common),
+        }
+        return msg, results
+
+
+# --------------------------------------------------------------------------- scorers
+
+
+def score_steps(items: Sequence[Raw]) -> Report:
+    from coachbus.safety import screen_steps
+
+    rep = Report("steps")
+    for item in items:
+
+        def run(item: Raw = item) -> tuple[frozenset[str], float | None]:
+            hits = screen_steps(item["text"], set(item["conditions"]))
+            conf = min((h.confidence for h in hits), default=None)
+            return frozenset(h.spec.step_id for h in hits) or frozenset({NONE}), conf
+
+        labels, conf, took = _timed(run)
+        expected = frozenset(item["expected"]) or frozenset({NONE})
+        rep.scored.append(Scored(item, labels, expected, conf, took))
+    return rep
+
+
+def score_register(items: Sequence[Raw]) -> Report:
+    from coachbus.contracts.events import language_and_address
+
+    rep = Report("register")
+    for item in items:
+
+        def run(item: Raw = item) -> tuple[frozenset[str], float | None]:
+            language, address = language_and_address(item["text"])
+            return frozenset({f"language:{language}", f"register:{address or NONE}"}), None
+
+        labels, _conf, took = _timed(run)
+        expected = frozenset(
+            {
+                f"language:{item['expected_language']}",
+                f"register:{item['expected_register'] or NONE}",
+            }
+        )
+        rep.scored.append(Scored(item, labels, expected, None, took))
+    return rep
+
+
+def score_patterns(items: Sequence[Raw]) -> Report:
+    rep = Report("patterns")
+    for n, item in enumerate(items):
+
+        def run(item: Raw = item, n: int = n) -> tuple[frozenset[str], float | None]:
+            talk = _Conversation(user=f"eval-p{n}")
+            for text in item["turns"]:
+                talk.turn(text)
+            primary = talk.board.primary_pattern if talk.board is not None else None
+            label = primary.value if primary is not None else NONE
+            record = talk.board.patterns.get(primary) if primary is not None else None
+            conf = getattr(record, "confidence", None) if record is not None else None
+            return frozenset({label}), conf
+
+        labels, conf, took = _timed(run)
+        expected = frozenset({item["expected"] or NONE})
+        rep.scored.append(Scored(item, labels, expected, conf, took))
+    return rep
+
+
+def score_conflicts(items: Sequence[Raw]) -> Report:
+    """A conflict counts when the expected rule was recorded with the expected
+    winner and overruled agent; where none is expected, any recorded conflict is a
+    false alarm. Other conflicts recorded beside the expected one are not counted
+    against it (several rules can fire on one turn)."""
+    from services.synth import logic as synth
+
+    rep = Report("conflicts")
+    for n, item in enumerate(items):
+        exp = item["expected"]
+        want = f"{exp['rule']}:{exp['winner']}>{exp['overruled']}" if exp else NONE
+
+        def run(
+            item: Raw = item, n: int = n, want: str = want
+        ) -> tuple[frozenset[str], float | None]:
+            talk = _Conversation(user=f"eval-c{n}")
+            for text in item["turns"]:
+                msg, results = talk.turn(text)
+            outcome = synth.synthesize(msg, results, [])
+            seen = {f"{c.rule}:{c.winner}>{c.overruled}" for c in outcome.conflicts}
+            if want != NONE:
+                return frozenset({want} if want in seen else {NONE}), None
+            return frozenset(seen) or frozenset({NONE}), None
+
+        labels, _conf, took = _timed(run)
+        rep.scored.append(Scored(item, labels, frozenset({want}), None, took))
+    return rep
+
+
+_KINDS = (
+    ("blocked step", "blocked_step"),
+    ("merge artefact", "merge_artefact"),
+    ("wrong language", "wrong_language"),
+    ("register", "wrong_register"),
+)
+
+
+def score_replies(items: Sequence[Raw]) -> Report:
+    from coachbus.replycheck import check_reply
+    from coachbus.safety import markers_of
+
+    rep = Report("replies")
+    for item in items:
+
+        def run(item: Raw = item) -> tuple[frozenset[str], float | None]:
+            problems = check_reply(
+                item["reply"],
+                language=item["language"],
+                register=item["register"],
+                markers=markers_of(item["never_say"]),
+            )
+            kinds = {kind for p in problems for prefix, kind in _KINDS if p.startswith(prefix)}
+            return frozenset(kinds) or frozenset({NONE}), None
+
+        labels, _conf, took = _timed(run)
+        expected = frozenset(item["expected"]) or frozenset({NONE})
+        rep.scored.append(Scored(item, labels, expected, None, took))
+    return rep
+
+
+SCORERS: dict[str, Callable[[Sequence[Raw]], Report]] = {
+    "steps": score_steps,
+    "register": score_register,
+    "patterns": score_patterns,
+    "conflicts": score_conflicts,
+    "replies": score_replies,
+}
+
+
+def summary(rep: dict[str, Any]) -> str:
+    """A few lines per corpus for the text report."""
+    lines = [
+        f"{rep['corpus']}: {rep['items']} items, exact match {_fmt(rep['exact_match'])}, "
+        f"micro P/R/F1 {_fmt(rep['micro']['precision'])} / {_fmt(rep['micro']['recall'])} / "
+        f"{_fmt(rep['micro']['f1'])}"
+    ]
+    for lab, row in rep["by_label"].items():
+        lines.append(
+            f"  {lab:<44} P {_fmt(row['precision'])}  R {_fmt(row['recall'])}  "
+            f"F1 {_fmt(row['f1'])}  (tp {row['tp']}, fp {row['fp']}, fn {row['fn']})"
+        )
+    for lang, row in rep["by_language"].items():
+        lines.append(f"  language {lang}: P {_fmt(row['precision'])}  R {_fmt(row['recall'])}")
+    rel = rep.get("reliability")
+    if rel:
+        lines.append(f"  reliability ECE {_fmt(rel['ece'])}")
+    lat = rep["latency_ms"]
+    lines.append(f"  latency p50 {_fmt(lat['p50'])} ms, p95 {_fmt(lat['p95'])} ms")
+    for m in rep.get("misses", []):
+        lines.append(f"  miss {m['id']}: expected {m['expected']}, got {m['predicted']}")
+    return "\n".join(lines)
+
+
+def _fmt(v: float | None) -> str:
+    return "-" if v is None else f"{v:.3f}"
+
+
+__all__ = ["SCORERS", "Report", "Scored", "summary"]

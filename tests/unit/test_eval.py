@@ -1,0 +1,79 @@
+"""``coachbus eval`` over every corpus: floors on heldout, the committed JSON schema,
+and the one-page HTML report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from coachbus.eval import cli as eval_cli
+from coachbus.eval.corpus import CorpusError, load_raw
+from coachbus.eval.decisions import SCORERS
+
+pytestmark = pytest.mark.unit
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "tests" / "data" / "eval"
+SCHEMA = json.loads((ROOT / "docs" / "eval.schema.json").read_text(encoding="utf-8"))
+
+# Measured heldout figures of the deterministic tier, as floors (a ratchet: the suite
+# fails when a change makes a decision worse on items nobody tuned on; raise them as
+# the rules improve, never lower them to let a change through). (exact match, micro F1)
+FLOORS: dict[str, tuple[float, float]] = {
+    "steps": (0.39, 0.38),
+    "register": (0.74, 0.86),
+    "patterns": (0.83, 0.86),
+    "conflicts": (0.29, 0.25),
+    "replies": (0.67, 0.69),
+}
+
+
+@pytest.mark.parametrize("corpus", sorted(SCORERS))
+def test_heldout_floors(corpus: str) -> None:
+    rep = SCORERS[corpus](load_raw(corpus, "heldout", DATA)).as_dict(list_items=False)
+    exact, f1 = FLOORS[corpus]
+    assert rep["exact_match"] >= exact, rep
+    assert rep["micro"]["f1"] >= f1, rep
+
+
+def test_json_report_of_every_corpus_matches_the_committed_schema(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    page = tmp_path / "report.html"
+    code = eval_cli.main(
+        ["all", "--split", "dev", "--json", "--data", str(DATA), "--html", str(page)]
+    )
+    assert code == 0
+    report = json.loads(capsys.readouterr().out)
+    jsonschema.validate(report, SCHEMA)
+    assert set(report["corpora"]) == {"crisis", *SCORERS}
+    # Dev reports list their misses; the page is self-contained (no script, no link).
+    assert "misses" in report["corpora"]["steps"]["tiers"]["deterministic"]
+    html = page.read_text(encoding="utf-8")
+    assert html.startswith("<!doctype html>") and "<svg" in html
+    assert "<script" not in html and 'src="' not in html and 'href="' not in html
+
+
+def test_heldout_json_lists_no_items(capsys: pytest.CaptureFixture[str]) -> None:
+    assert eval_cli.main(["all", "--split", "heldout", "--json", "--data", str(DATA)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    jsonschema.validate(report, SCHEMA)
+    for rep in report["corpora"].values():
+        assert all("misses" not in tier for tier in rep["tiers"].values())
+
+
+def test_unknown_corpus_and_llm_scope_are_said(capsys: pytest.CaptureFixture[str]) -> None:
+    assert eval_cli.main(["nope", "--data", str(DATA)]) == 2
+    assert "unknown corpus" in capsys.readouterr().err
+    assert eval_cli.main(["steps", "--llm-base-url", "http://x", "--data", str(DATA)]) == 2
+    assert "crisis corpus only" in capsys.readouterr().err
+
+
+def test_a_corpus_line_with_wrong_keys_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "steps").mkdir()
+    (tmp_path / "steps" / "dev.jsonl").write_text('{"id": "x", "text": "hi"}\n', encoding="utf-8")
+    with pytest.raises(CorpusError, match="keys must be exactly"):
+        load_raw("steps", "dev", tmp_path)
