@@ -41,13 +41,13 @@ test-fast: $(STAMP) ## unit and in-memory tests only
 
 .PHONY: lint
 lint: $(STAMP) ## ruff
-	$(BIN)/ruff check shared services tests bench soak
-	$(BIN)/ruff format --check shared services tests bench soak
+	$(BIN)/ruff check shared services evaluation tests bench soak
+	$(BIN)/ruff format --check shared services evaluation tests bench soak
 
 .PHONY: format
 format: $(STAMP) ## ruff format and fix
-	$(BIN)/ruff format shared services tests bench soak
-	$(BIN)/ruff check --fix shared services tests bench soak
+	$(BIN)/ruff format shared services evaluation tests bench soak
+	$(BIN)/ruff check --fix shared services evaluation tests bench soak
 
 .PHONY: typecheck
 typecheck: $(STAMP) ## mypy strict

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import importlib
 import logging
 import signal
 import sys
@@ -121,9 +122,14 @@ def main(argv: list[str] | None = None) -> int:
 
         return docs(argv[1:])
     if argv[:1] == ["eval"]:
-        from coachbus.eval.cli import main as evaluate
+        # A tool package beside the library (it runs the services' decision
+        # functions); loaded by name so the library itself imports no service.
+        evaluate = importlib.import_module("evaluation.cli")
+        return int(evaluate.main(argv[1:]))
+    if argv[:1] == ["replay"]:
+        from coachbus.replay import main as replay
 
-        return evaluate(argv[1:])
+        return replay(argv[1:])
     if argv[:1] == ["chat"]:
         from coachbus.chat import main as chat
 
@@ -161,6 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("docs", help="regenerate docs/asyncapi/*.json and docs/openapi.json")
     sub.add_parser("chat", help="chat with a running gateway (see --help after it)")
     sub.add_parser("eval", help="score decisions on labelled corpora (see --help after it)")
+    sub.add_parser("replay", help="recorded turns against a candidate (see --help after it)")
     sub.add_parser("llm-sim", help="OpenAI-compatible LLM simulator (see --help after it)")
     args = parser.parse_args(argv)
     with contextlib.suppress(KeyboardInterrupt):

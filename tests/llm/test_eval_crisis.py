@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from coachbus.eval import cli as eval_cli
+from evaluation import cli as eval_cli
 from tests.llm.conftest import SMALL, STRONG, SimFactory
 
 pytestmark = pytest.mark.unit

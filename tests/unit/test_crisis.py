@@ -9,10 +9,10 @@ import pytest
 
 from coachbus import crisis
 from coachbus.contracts.payloads import CrisisCategory, CrisisScreen
-from coachbus.eval import cli as eval_cli
 from coachbus.eval import crisis as evaluation
 from coachbus.eval.corpus import load
 from coachbus.llm import Policy
+from evaluation import cli as eval_cli
 
 pytestmark = pytest.mark.unit
 

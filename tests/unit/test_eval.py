@@ -9,9 +9,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from coachbus.eval import cli as eval_cli
 from coachbus.eval.corpus import CorpusError, load_raw
-from coachbus.eval.decisions import SCORERS
+from evaluation import cli as eval_cli
+from evaluation.decisions import SCORERS
 
 pytestmark = pytest.mark.unit
 

@@ -10,9 +10,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from coachbus.eval import crisis, decisions
+from coachbus.eval import crisis
 from coachbus.eval.corpus import DEFAULT_DATA, SPLITS, CorpusError, Split, load, load_raw
 from coachbus.eval.html import render_html
+from evaluation import decisions
 
 CORPORA = ("crisis", *decisions.SCORERS)
 
