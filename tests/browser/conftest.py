@@ -1,4 +1,5 @@
-"""Browser fixtures: Debian's headless Chromium, and the real stack from the integration tests."""
+"""Browser fixtures: Debian's headless Chromium. The real stack is the session's
+shared ``running_stack`` (tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -9,14 +10,10 @@ import pytest
 
 from tests.browser.cdp import Chromium, Page, chromium, find_chromium
 
-# The whole pipeline as separate processes on the real broker, shared with the
-# integration tests (same keys, same configuration).
-from tests.integration.conftest import running_stack  # noqa: F401
-
 
 @pytest.fixture(scope="session")
 def chromium_binary() -> str:
-    # Session scope so a missing browser skips before the (module-scoped) stack starts.
+    # Session scope: looked for once; without it every browser test skips.
     found = find_chromium()
     if found is None:
         reason = "no chromium on PATH (Debian: apt-get install chromium)"

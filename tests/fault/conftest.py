@@ -52,7 +52,9 @@ def stack_env(prefix: str, deadline_ms: int = 15_000, **extra: str) -> dict[str,
 async def running(
     bootstrap: str | None, log_dir: Path, env: dict[str, str], **config: Any
 ) -> AsyncIterator[RunningStack]:
-    """A whole stack for one module; its logs are printed if it logged a traceback."""
+    """A private stack for a module that kills, restarts or reconfigures something
+    (everything else shares ``running_stack``); its logs are printed if it logged a
+    traceback."""
     stack = Stack(StackConfig.ephemeral(bootstrap=bootstrap, log_dir=log_dir, env=env, **config))
     await stack.start()
     try:

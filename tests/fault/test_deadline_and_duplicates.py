@@ -83,18 +83,9 @@ async def test_agent_slower_than_deadline_degrades_and_late_result_is_dropped(
     assert not after.doubled(), f"late results produced second finals: {after.doubled()}"
 
 
-@pytest_asyncio.fixture(scope="module")
-async def dup_stack(
-    kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[RunningStack]:
-    env = stack_env(new_prefix("dup"), deadline_ms=15_000)
-    async with running(kafka_bootstrap, tmp_path_factory.mktemp("dup-logs"), env) as rs:
-        yield rs
-
-
-async def test_duplicate_user_messages_before_the_final(dup_stack: RunningStack) -> None:
+async def test_duplicate_user_messages_before_the_final(running_stack: RunningStack) -> None:
     """Each message published three times at once (a producer retry storm)."""
-    rs = dup_stack
+    rs = running_stack
     messages = [
         UserMessage.create(
             user_id="bob",
@@ -115,10 +106,10 @@ async def test_duplicate_user_messages_before_the_final(dup_stack: RunningStack)
     assert all(replies.coach[t] == 1 for t in turns), dict(replies.coach)
 
 
-async def test_duplicate_messages_and_results_after_the_final(dup_stack: RunningStack) -> None:
+async def test_duplicate_messages_and_results_after_the_final(running_stack: RunningStack) -> None:
     """Redeliver a finished turn's user message and every agent result: no second final,
     no second coach reply, and the gateway shows one of each."""
-    rs = dup_stack
+    rs = running_stack
     async with httpx.AsyncClient(timeout=30) as client:
         turn = await post_turn(client, rs, "alice", "I keep missing my Spanish lessons.", "dup")
         first = by_event(await events(client, rs, "alice", turn))

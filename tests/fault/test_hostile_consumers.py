@@ -8,22 +8,12 @@ import json
 import os
 import uuid
 from collections import defaultdict
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
-import pytest_asyncio
 
-from tests.fault.conftest import (
-    new_prefix,
-    post_turn,
-    produce,
-    read_topic,
-    replies_for,
-    running,
-    stack_env,
-)
+from tests.fault.conftest import post_turn, produce, read_topic, replies_for
 from tests.integration.conftest import RunningStack
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
@@ -60,15 +50,6 @@ EXPECTED_TYPES = {
     "deep_nesting": {"too_deep"},
     "random_bytes": {"bad_utf8"},
 }
-
-
-@pytest_asyncio.fixture(scope="module")
-async def hostile_stack(
-    kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[RunningStack]:
-    env = stack_env(new_prefix("ho"), deadline_ms=15_000)
-    async with running(kafka_bootstrap, tmp_path_factory.mktemp("hostile-logs"), env) as rs:
-        yield rs
 
 
 def _targets() -> dict[str, tuple[str, ...]]:
@@ -116,9 +97,9 @@ async def _dead_letters(
 
 
 async def test_hostile_records_are_dead_lettered_by_every_consumer(
-    hostile_stack: RunningStack,
+    running_stack: RunningStack,
 ) -> None:
-    rs = hostile_stack
+    rs = running_stack
     payloads = hostile_payloads()
     got, missing, expected = await _dead_letters(rs, payloads)
     assert not missing, f"no dead letter for: {sorted(missing)}"
@@ -131,12 +112,12 @@ async def test_hostile_records_are_dead_lettered_by_every_consumer(
             assert base64.b64decode(letter["original_b64"]) == payloads[name]
 
 
-async def test_oversized_record_is_dead_lettered(hostile_stack: RunningStack) -> None:
+async def test_oversized_record_is_dead_lettered(running_stack: RunningStack) -> None:
     """BUG (found by this suite): the dead letter of a 5 MB record embeds all of it as
     base64 (~7 MB), over the producer's max_request_size, so publishing it raises
     MessageSizeTooLargeError inside KeyedDispatcher._work: no dead letter, and the
     key's worker dies with the record's offset left in flight (see docs/reliability.md)."""
-    rs = hostile_stack
+    rs = running_stack
     got, missing, _expected = await _dead_letters(rs, {"huge": HUGE})
     assert not missing, f"no dead letter for: {sorted(missing)}"
     for letters in got.values():
@@ -148,9 +129,9 @@ async def test_oversized_record_is_dead_lettered(hostile_stack: RunningStack) ->
 
 
 async def test_pipeline_still_answers_after_the_hostile_records(
-    hostile_stack: RunningStack,
+    running_stack: RunningStack,
 ) -> None:
-    rs = hostile_stack
+    rs = running_stack
     supervisor = rs.stack.supervisor
     assert supervisor is not None
     async with httpx.AsyncClient(timeout=30) as client:

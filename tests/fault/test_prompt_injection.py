@@ -15,13 +15,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
 import pytest
-import pytest_asyncio
 
 from coachbus import crisis
 from coachbus.contracts import TurnBudget, UserMessage
@@ -30,7 +28,7 @@ from coachbus.llm import LLMSettings, Message, PromptBuilder, render_chatml
 from coachbus.memory import context_for, remember
 from coachbus.safety import CATALOGUE
 from coachbus.text import find_markers
-from tests.fault.conftest import by_event, new_prefix, post_turn, running, stack_env
+from tests.fault.conftest import by_event, post_turn
 from tests.integration.conftest import RunningStack, events
 from tests.unit.agents.replay import results_for
 
@@ -84,15 +82,6 @@ INJECTIONS: list[tuple[str, str]] = [
 ]
 
 
-@pytest_asyncio.fixture(scope="module")
-async def injection_stack(
-    kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[RunningStack]:
-    env = stack_env(new_prefix("pi"), deadline_ms=15_000)
-    async with running(kafka_bootstrap, tmp_path_factory.mktemp("injection-logs"), env) as rs:
-        yield rs
-
-
 def _blocked_markers(stream: dict[str, list[dict[str, Any]]]) -> tuple[set[str], list[str]]:
     ids: set[str] = set()
     markers: list[str] = []
@@ -107,9 +96,9 @@ def _blocked_markers(stream: dict[str, list[dict[str, Any]]]) -> tuple[set[str],
 @pytest.mark.broker
 @pytest.mark.slow
 async def test_injections_get_no_blocked_step_and_no_foreign_data(
-    injection_stack: RunningStack,
+    running_stack: RunningStack,
 ) -> None:
-    rs = injection_stack
+    rs = running_stack
     async with httpx.AsyncClient(timeout=30) as client:
         alice_turns = []
         for fact in ALICE_FACTS:

@@ -1,25 +1,26 @@
-"""The whole pipeline as separate processes on the real broker, for integration tests."""
+"""Users, keys and HTTP helpers of the tests on a whole stack.
+
+The shared stack itself (``running_stack``) is session-scoped, in tests/conftest.py."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
-import pytest_asyncio
 
-from coachbus.embedded.stack import Stack, StackConfig
+from coachbus.embedded.stack import Stack
 
 KEYS = {
     "alice": "key-alice-0123456789",
     "bob": "key-bob-0123456789",
     "carol": "key-carol-0123456789",
+    # The OpenAPI fuzz's own users: it erases and answers reviews at random.
+    "hugo": "key-hugo-0123456789",
+    "rita": "key-carol-0123456789x",
 }
-REVIEWERS = {"carol"}
+REVIEWERS = {"carol", "rita"}
 
 
 @dataclass
@@ -31,44 +32,6 @@ class RunningStack:
 
     def headers(self, user: str) -> dict[str, str]:
         return {"Authorization": f"Bearer {KEYS[user]}"}
-
-
-@pytest_asyncio.fixture(scope="module")
-async def running_stack(
-    kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[RunningStack]:
-    import uuid
-
-    prefix = f"it{uuid.uuid4().hex[:8]}."
-    log_dir = tmp_path_factory.mktemp("stack-logs")
-    config = StackConfig.ephemeral(
-        bootstrap=kafka_bootstrap,
-        log_dir=log_dir,
-        env={
-            "COACHBUS_TOPIC_PREFIX": prefix,
-            "COACHBUS_PARTITIONS": "3",
-            "COACHBUS_API_KEYS": ",".join(
-                f"{u}:{k}:reviewer" if u in REVIEWERS else f"{u}:{k}" for u, k in KEYS.items()
-            ),
-            "COACHBUS_TURN_DEADLINE_MS": "6000",
-            "COACHBUS_LOG_LEVEL": "INFO",
-        },
-    )
-    stack = Stack(config)
-    await stack.start()
-    try:
-        yield RunningStack(stack, stack.gateway_url, prefix, kafka_bootstrap)
-    finally:
-        await stack.stop()
-        _dump_logs_on_failure(log_dir)
-
-
-def _dump_logs_on_failure(log_dir: Path) -> None:
-    # Keep the service logs visible in CI output when something went wrong.
-    for path in sorted(log_dir.glob("*.log")):
-        text = path.read_text(errors="replace")
-        if "Traceback" in text or "ERROR" in text:
-            print(f"\n===== {path.name} (tail) =====\n{text[-4000:]}")
 
 
 async def send(

@@ -114,7 +114,7 @@ async def test_deadline_gives_degraded_final(running_stack: RunningStack) -> Non
         assert final["degraded"] is True
         assert final["missing_agents"] == ["plasticity"]
         assert final["text"]
-        assert waited >= 5  # it really waited for the deadline (6 s) before answering
+        assert waited >= 5  # it really waited for the deadline (15 s) before answering
     finally:
         await supervisor.start_service("plasticity")
         await supervisor.wait_healthy("plasticity")
