@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from pydantic import BaseModel
@@ -85,3 +86,41 @@ async def test_streamed_answer_through_the_real_model(local_server: LocalModelSe
     assert stream.result.finish_reason in {"stop", "length"}
     assert stream.result.usage.completion_tokens > 0
     assert stream.result.ttft_s is not None
+
+
+async def test_eval_crisis_with_the_real_model_beside_the_rules(
+    local_server: LocalModelServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``coachbus eval crisis --llm-base-url`` against SmolLM2: the router column is
+    there and the uncertain screens reached the model (structure, not quality)."""
+    import asyncio
+    from importlib import resources
+
+    from evaluation import cli as eval_cli
+    from tests.llm.test_eval_crisis import ITEMS, _corpus
+
+    data = _corpus(tmp_path)
+    # One small-model try per decision: a 135M model on 2 cores is slow, and the test
+    # checks the wiring, not the repair loop (tests/llm/test_router.py does).
+    shipped = resources.files("coachbus.llm").joinpath("policy.toml").read_text("utf-8")
+    policy = tmp_path / "policy.toml"
+    policy.write_text(
+        shipped.replace(
+            'tiers = ["deterministic", "small", "strong", "human"]\nmin_confidence = 0.85\n'
+            'human_at = "moderate"',
+            'tiers = ["deterministic", "small"]\nmin_confidence = 0.85\nmax_attempts = 1',
+        ),
+        encoding="utf-8",
+    )
+    assert "max_attempts = 1" in policy.read_text("utf-8")
+    argv = [
+        "crisis", "--data", str(data), "--json", "--llm-base-url", local_server.base_url,
+        "--small-model", MODEL_ALIAS, "--strong-model", MODEL_ALIAS, "--policy", str(policy),
+        "--timeout", "120", "--concurrency", "1",
+    ]  # fmt: skip
+    assert await asyncio.to_thread(eval_cli.main, argv) == 0
+    rep = json.loads(capsys.readouterr().out)["corpora"]["crisis"]
+    router = rep["tiers"]["router"]
+    assert router["items"] == len(ITEMS)
+    assert router["tokens"] > 0
+    assert rep["cost"]["share_by_tier"]

@@ -35,6 +35,7 @@ from typing import Any
 from coachbus.contracts.payloads import CrisisCategory, CrisisScreen
 from coachbus.crisis import (
     CLEAN,
+    RISK_INSTRUCTIONS,
     UNCERTAIN,
     assess,
     check_claim,
@@ -220,6 +221,33 @@ def report(split: str, tiers: Sequence[TierReport]) -> dict[str, Any]:
         "corpus": "crisis",
         "split": split,
         "tiers": {t.name: t.as_dict(list_items=split == "dev") for t in tiers},
+        "cost": cost(tiers),
+    }
+
+
+def cost(tiers: Sequence[TierReport]) -> dict[str, Any]:
+    """Quality and price at once: which share of the decisions each tier carried, the
+    tokens the LLM tiers spent, and what sending every decision to the strong tier
+    would have cost in prompt tokens (plus at most the policy's answer tokens)."""
+    from coachbus.llm import Policy
+    from coachbus.llm.tokens import count_messages
+
+    preds = tiers[-1].predictions
+    carried = Counter(p.tier for p in preds)
+    prompt = sum(
+        count_messages(
+            [
+                {"role": "system", "content": RISK_INSTRUCTIONS},
+                {"role": "user", "content": p.item.text},
+            ]
+        )
+        for p in preds
+    )
+    answer = Policy.load().for_kind("risk_screen").max_tokens * len(preds)
+    return {
+        "share_by_tier": {t: ratio(n, len(preds)) for t, n in sorted(carried.items())},
+        "tokens_spent": sum(p.tokens for p in preds),
+        "strong_tier_if_all": {"prompt_tokens": prompt, "max_answer_tokens": answer},
     }
 
 
@@ -287,6 +315,15 @@ def render_text(rep: dict[str, Any]) -> str:
                 lines.append(
                     f"  {m['id']} [{m['label']}/{m['category']} -> {m['outcome']}] {m['text']}"
                 )
+    c = rep.get("cost")
+    if c:
+        lines.append("")
+        lines.append(
+            f"cost: share by tier {c['share_by_tier']}; LLM tokens spent {c['tokens_spent']}; "
+            f"every decision on the strong tier would have cost "
+            f"{c['strong_tier_if_all']['prompt_tokens']} prompt tokens "
+            f"(+ up to {c['strong_tier_if_all']['max_answer_tokens']} answer tokens)"
+        )
     return "\n".join(lines)
 
 
