@@ -21,7 +21,7 @@ reply that passes the validator.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -43,6 +43,7 @@ from coachbus.contracts.payloads import (
     CoachingStrategy,
     CrisisScreen,
     DecisionSheet,
+    FollowThroughPrediction,
     Language,
     PatternClass,
     PatternEvidence,
@@ -245,6 +246,136 @@ def _pick_quote(
 _ARTEFACT_IN_QUOTE = re.compile(r"[\[\]{}<>]|\b[a-z]+_[a-z_]+\b")
 
 
+# --------------------------------------------------------------------------- conflict rules
+# One function per rule of docs/mapping.md §4, named as there. Each returns its
+# value and the conflicts it resolved (none when the rule did not apply).
+
+Mode = Literal["coach", "safety", "crisis", "care", "check_in"]
+
+
+def crisis_first(
+    mode: Mode, *, strategy: CoachingStrategy | None = None, stretch: str | None = None
+) -> tuple[bool, list[Conflict]]:
+    """A crisis, the check-in on an uncertain screen, or the turn after a crisis
+    suspends coaching: Stability beats Plasticity's ``strategy`` and Persona's
+    ``stretch``. The value: whether coaching is suspended."""
+    if mode not in SAFETY_MODES:
+        return False, []
+    found: list[Conflict] = []
+    if strategy is not None:
+        found.append(
+            Conflict(
+                topic="strategy",
+                winner="stability",
+                overruled="plasticity",
+                rule="crisis_first",
+                detail=(f"{_SAFETY_MODE_NAMES[mode]}: {strategy.value} coaching suspended"),
+            )
+        )
+    if stretch is not None:
+        found.append(
+            Conflict(
+                topic=f"ambition:{stretch}",
+                winner="stability",
+                overruled="persona",
+                rule="crisis_first",
+                detail=f"stretch on {stretch} dropped during a crisis",
+            )
+        )
+    return True, found
+
+
+def safety_over_style(
+    tone: SheetTone, mode: Mode, gentle: bool, *, from_plasticity: bool
+) -> tuple[SheetTone, list[Conflict]]:
+    """On a crisis, check-in or risky turn, or soon after a crisis, Stability caps
+    Plasticity's challenge. The value: the tone the sheet uses."""
+    if not ((mode != "coach" or gentle) and from_plasticity and tone.challenge > SAFE_CHALLENGE):
+        return tone, []
+    conflict = Conflict(
+        topic="challenge",
+        winner="stability",
+        overruled="plasticity",
+        rule="safety_over_style",
+        detail=(
+            f"challenge {tone.challenge:.2f} capped at {SAFE_CHALLENGE} "
+            f"while the turn is {mode if mode != 'coach' else 'soon after a crisis'}"
+        ),
+    )
+    return tone.model_copy(update={"challenge": SAFE_CHALLENGE}), [conflict]
+
+
+def safety_over_ambition(
+    target: str, never: Iterable[BlockedStep], message: str
+) -> tuple[bool, list[Conflict]]:
+    """A blocked step that clashes with Persona's stretch on ``target`` beats it.
+    The value: whether the stretch is dropped."""
+    clashing = [b for b in never if _clashes(b, target, message)]
+    if not clashing:
+        return False, []
+    steps = ", ".join(sorted(b.step_id or b.step for b in clashing))
+    conflict = Conflict(
+        topic=f"ambition:{target}",
+        winner="stability",
+        overruled="persona",
+        rule="safety_over_ambition",
+        detail=f"stretch on {target} dropped: blocked steps in play ({steps})",
+    )
+    return True, [conflict]
+
+
+def evidence_over_guess_follow_through(
+    goal_id: str, pred: FollowThroughPrediction | None, persona: PersonaResult | None
+) -> tuple[int | None, list[Conflict]]:
+    """Shadow's follow-through for the focus goal, resting on reports, beats
+    Persona's guess when they differ by FOLLOW_THROUGH_GAP points or more. The value:
+    the number the sheet uses (Shadow's when it rests on evidence, else none)."""
+    observed = pred.probability if pred is not None and pred.evidence else None
+    guess = persona.payload.follow_through_pct if persona is not None else None
+    if (
+        pred is None
+        or pred.evidence < 1
+        or guess is None
+        or abs(guess - pred.probability) < FOLLOW_THROUGH_GAP
+    ):
+        return observed, []
+    conflict = Conflict(
+        topic="follow_through",
+        winner="shadow",
+        overruled="persona",
+        rule="evidence_over_guess",
+        detail=(
+            f"{goal_id}: observed {pred.probability}% from "
+            f"{pred.evidence} reports vs persona's {guess:.0f}% "
+            f"({persona.payload.follow_through_basis if persona else 'n/a'})"
+        ),
+    )
+    return observed, [conflict]
+
+
+def evidence_over_guess_ambition(
+    target: str, pattern: PatternClass | None, shadow: ShadowResult | None
+) -> tuple[bool, list[Conflict]]:
+    """The pattern named this turn (one that argues against stretching) or an
+    avoided goal beats Persona's stretch on ``target``. The value: whether the
+    stretch is dropped."""
+    if shadow is None or not (
+        pattern in _AGAINST_STRETCH or target in shadow.payload.avoided_goals
+    ):
+        return False, []
+    conflict = Conflict(
+        topic=f"ambition:{target}",
+        winner="shadow",
+        overruled="persona",
+        rule="evidence_over_guess",
+        detail=(
+            f"stretch on {target} dropped: observed "
+            f"{pattern.value if pattern else 'avoidance of this goal'}"
+        ),
+    )
+    return True, [conflict]
+
+
 def build_sheet(
     msg: UserMessage, results: Mapping[str, AgentResult], missing: Sequence[str]
 ) -> DecisionSheet:
@@ -293,7 +424,7 @@ def build_sheet(
     after_crisis = (stab is not None and stab.payload.post_crisis) or (
         stab is None and coach is not None and coach.payload.crisis_mode
     )
-    mode: Literal["coach", "safety", "crisis", "care", "check_in"]
+    mode: Mode
     if is_crisis(crisis):
         mode = "crisis"
     elif needs_check_in(crisis):
@@ -323,30 +454,10 @@ def build_sheet(
 
     since = stab.payload.turns_since_crisis if stab is not None else None
     gentle = mode in SAFETY_MODES or (since is not None and since <= GENTLE_TURNS)
-    if mode in SAFETY_MODES and plast is not None:
-        conflicts.append(
-            Conflict(
-                topic="strategy",
-                winner="stability",
-                overruled="plasticity",
-                rule="crisis_first",
-                detail=(f"{_SAFETY_MODE_NAMES[mode]}: {strategy.value} coaching suspended"),
-            )
-        )
-    if (mode != "coach" or gentle) and plast is not None and tone.challenge > SAFE_CHALLENGE:
-        conflicts.append(
-            Conflict(
-                topic="challenge",
-                winner="stability",
-                overruled="plasticity",
-                rule="safety_over_style",
-                detail=(
-                    f"challenge {tone.challenge:.2f} capped at {SAFE_CHALLENGE} "
-                    f"while the turn is {mode if mode != 'coach' else 'soon after a crisis'}"
-                ),
-            )
-        )
-        tone = tone.model_copy(update={"challenge": SAFE_CHALLENGE})
+    _, found = crisis_first(mode, strategy=strategy if plast is not None else None)
+    conflicts += found
+    tone, found = safety_over_style(tone, mode, gentle, from_plasticity=plast is not None)
+    conflicts += found
 
     # Focus goal, follow-through and pattern: Shadow's evidence.
     focus: SheetGoal | None = None
@@ -370,35 +481,17 @@ def build_sheet(
         goal = next((g for g in sp.stated_goals if g.goal_id == sp.focus_goal), None)
         if goal is not None:
             pred = next((f for f in sp.follow_through if f.goal_id == goal.goal_id), None)
+            follow_through, found = evidence_over_guess_follow_through(goal.goal_id, pred, persona)
             focus = SheetGoal(
                 goal_id=goal.goal_id,
                 topic=goal.topic,
                 text=goal.text,
-                follow_through=pred.probability if pred is not None and pred.evidence else None,
-                follow_through_source="shadow" if pred is not None and pred.evidence else None,
+                follow_through=follow_through,
+                follow_through_source="shadow" if follow_through is not None else None,
                 sessions=goal.sessions_mentioned,
                 avoided=goal.goal_id in sp.avoided_goals,
             )
-            guess = persona.payload.follow_through_pct if persona is not None else None
-            if (
-                pred is not None
-                and pred.evidence >= 1
-                and guess is not None
-                and abs(guess - pred.probability) >= FOLLOW_THROUGH_GAP
-            ):
-                conflicts.append(
-                    Conflict(
-                        topic="follow_through",
-                        winner="shadow",
-                        overruled="persona",
-                        rule="evidence_over_guess",
-                        detail=(
-                            f"{goal.goal_id}: observed {pred.probability}% from "
-                            f"{pred.evidence} reports vs persona's {guess:.0f}% "
-                            f"({persona.payload.follow_through_basis if persona else 'n/a'})"
-                        ),
-                    )
-                )
+            conflicts += found
         on_track = goal is not None and goal.progress_reports >= max(1, goal.setback_reports)
         ev = _pattern_to_name(sp.patterns, sp.primary_pattern, signal, on_track)
         if ev is not None:
@@ -419,45 +512,16 @@ def build_sheet(
     stretch = False
     if persona is not None and persona.payload.stretch_goals:
         target = persona.payload.stretch_goals[0]
-        clashing = [b for b in never.values() if _clashes(b, target, msg.text)]
-        if clashing:
-            steps = ", ".join(sorted(b.step_id or b.step for b in clashing))
-            conflicts.append(
-                Conflict(
-                    topic=f"ambition:{target}",
-                    winner="stability",
-                    overruled="persona",
-                    rule="safety_over_ambition",
-                    detail=f"stretch on {target} dropped: blocked steps in play ({steps})",
-                )
-            )
-        elif mode in SAFETY_MODES:
-            conflicts.append(
-                Conflict(
-                    topic=f"ambition:{target}",
-                    winner="stability",
-                    overruled="persona",
-                    rule="crisis_first",
-                    detail=f"stretch on {target} dropped during a crisis",
-                )
-            )
-        elif shadow is not None and (
-            (pattern in _AGAINST_STRETCH) or target in shadow.payload.avoided_goals
-        ):
-            conflicts.append(
-                Conflict(
-                    topic=f"ambition:{target}",
-                    winner="shadow",
-                    overruled="persona",
-                    rule="evidence_over_guess",
-                    detail=(
-                        f"stretch on {target} dropped: observed "
-                        f"{pattern.value if pattern else 'avoidance of this goal'}"
-                    ),
-                )
-            )
-        elif signal is TurnSignal.PROGRESS or (
-            focus is not None and focus.goal_id == target and (focus.follow_through or 0) >= 60
+        # The first rule that drops the stretch records why, in the table's order.
+        dropped, found = safety_over_ambition(target, never.values(), msg.text)
+        if not dropped:
+            dropped, found = crisis_first(mode, stretch=target)
+        if not dropped:
+            dropped, found = evidence_over_guess_ambition(target, pattern, shadow)
+        conflicts += found
+        if not dropped and (
+            signal is TurnSignal.PROGRESS
+            or (focus is not None and focus.goal_id == target and (focus.follow_through or 0) >= 60)
         ):
             # Ambition is welcome on a goal the evidence says is on track.
             stretch = True
