@@ -202,7 +202,7 @@ def _agent_prompts(injection: str) -> dict[str, list[Message]]:
     errors = [f"evidence is not in the message: {injection!r}"]
     coach_p = coach_logic.quick_reply(msg, board, None)
     coach_p = coach_p.model_copy(update={"text": f"{coach_p.text} {injection}"})
-    register = coach_logic.register_for(msg, coach_p.language, board, None)
+    register = coach_logic.register_for(msg, board)
     outcome = synth_logic.synthesize(
         msg,
         results_for(
