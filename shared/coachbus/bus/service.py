@@ -53,7 +53,7 @@ from coachbus.contracts import (
     UserMessage,
 )
 from coachbus.heap import trim_forever
-from coachbus.llm import LLMClient, LLMSettings, PromptBuilder, Router, describe
+from coachbus.llm import LLMClient, LLMSettings, Policy, PromptBuilder, Router, describe
 from coachbus.logs import setup_logging
 from coachbus.metrics import AGENT_LATENCY, DLQ_MESSAGES, MESSAGES, REGISTRY
 from coachbus.settings import (
@@ -235,7 +235,11 @@ class AgentRuntime:
         # picks the cheapest that carries a decision.
         self.llm_settings = LLMSettings()
         self.llm = LLMClient(self.llm_settings) if self.llm_settings.enabled else None
-        self.tiers = Router(client=self.llm, publish_human_review=self._publish_review)
+        self.tiers = Router(
+            policy=Policy.load(self.llm_settings.policy_file),
+            client=self.llm,
+            publish_human_review=self._publish_review,
+        )
 
     # ------------------------------------------------------------------ naming
 
