@@ -35,7 +35,6 @@ def test_settings_reprs_hide_secrets() -> None:
     )
     settings = CoachbusSettings(
         api_keys=f"dana:{API_KEY}",  # type: ignore[arg-type]
-        llm_api_key=LLM_KEY,  # type: ignore[arg-type]
     )
     llm = LLMSettings(base_url="http://127.0.0.1:1/v1", api_key=LLM_KEY)  # type: ignore[arg-type]
     shown = [

@@ -64,25 +64,11 @@ def load_raw(corpus: str, split: Split, data: Path = DEFAULT_DATA) -> list[dict[
 
 
 def load(corpus: str, split: Split, data: Path = DEFAULT_DATA) -> list[Item]:
-    path = data / corpus / f"{split}.jsonl"
-    if not path.is_file():
-        raise CorpusError(f"no corpus file {path} (run from the repository root or pass --data)")
+    """A classification corpus (crisis) as typed items."""
     items: list[Item] = []
-    seen: set[str] = set()
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            raw = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise CorpusError(f"{path}:{n}: not JSON: {exc}") from None
-        if not isinstance(raw, dict) or set(raw) != _KEYS:
-            raise CorpusError(f"{path}:{n}: keys must be exactly {sorted(_KEYS)}")
-        if raw["language"] not in ("en", "de") or raw["source"] not in ("written", "paraphrase"):
-            raise CorpusError(f"{path}:{n}: language en|de and source written|paraphrase")
-        if raw["id"] in seen:
-            raise CorpusError(f"{path}:{n}: duplicate id {raw['id']!r}")
-        seen.add(raw["id"])
+    for raw in load_raw(corpus, split, data):
+        if raw["source"] not in ("written", "paraphrase"):
+            raise CorpusError(f"{corpus}/{split}: {raw['id']}: source written|paraphrase")
         items.append(
             Item(
                 item_id=str(raw["id"]),
