@@ -231,9 +231,7 @@ def _agent_prompts(injection: str) -> dict[str, list[Message]]:
         "coach": coach_prompts.messages(builder, ctx, coach_p, register, errors),
         "persona": persona_prompts.messages(builder, ctx, errors),
         "shadow": shadow_prompts.messages(builder, ctx, errors),
-        "stability": stability_prompts.messages(
-            builder, ctx, crisis.RISK_INSTRUCTIONS, errors
-        ),
+        "stability": stability_prompts.messages(builder, ctx, crisis.RISK_INSTRUCTIONS, errors),
         "synth": synth_prompts.messages(builder, ctx, sheet, errors),
     }
 
