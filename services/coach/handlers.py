@@ -53,7 +53,7 @@ async def handle(message: UserMessage) -> CoachResult:
         piece = _reply(
             message, "coach_delta", text, seq=seq, tier="small", language=payload.language
         )
-        await runtime.publish(Topic.REPLIES, piece, key=message.user_id)
+        await runtime.publish(Topic.COACH_REPLIES, piece, key=message.user_id)
 
     sink = DeltaPublisher(
         publish_delta,
@@ -103,7 +103,7 @@ async def handle(message: UserMessage) -> CoachResult:
         tier=outcome.tier,
         usage=outcome.usage,
     )
-    await runtime.publish(Topic.REPLIES, reply, key=message.user_id)
+    await runtime.publish(Topic.COACH_REPLIES, reply, key=message.user_id)
     COACH_FIRST_REPLY.labels(outcome.tier).observe((utcnow() - message.created_at).total_seconds())
     return CoachResult.for_message(
         message,

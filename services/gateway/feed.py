@@ -29,6 +29,12 @@ _replies: TypeAdapter[Reply] = TypeAdapter(Reply)
 _reviews: TypeAdapter[HumanReviewRequest] = TypeAdapter(HumanReviewRequest)
 _confirmations: TypeAdapter[EraseConfirmation] = TypeAdapter(EraseConfirmation)
 MAX_BYTES = 4 * 1024 * 1024
+# The reply kinds each topic may carry: ``replies`` (Synth's finals, the review
+# endpoint's human answers) and ``coach-replies`` (Coach's pieces).
+_KINDS_FROM: dict[bool, frozenset[str]] = {
+    True: frozenset({"final", "human"}),
+    False: frozenset({"coach", "coach_delta"}),
+}
 
 
 class ReplyFeed:
@@ -40,6 +46,7 @@ class ReplyFeed:
         *,
         replies_topic: str,
         review_topic: str,
+        coach_replies_topic: str | None = None,
         agent_topics: list[str],
         desk: EraseDesk | None = None,
         confirmations_topic: str | None = None,
@@ -52,7 +59,10 @@ class ReplyFeed:
         self._replies_topic = replies_topic
         self._review_topic = review_topic
         self._confirmations_topic = confirmations_topic if desk is not None else None
+        self._coach_replies_topic = coach_replies_topic
         self._topics = [replies_topic, review_topic, *agent_topics]
+        if coach_replies_topic is not None:
+            self._topics.append(coach_replies_topic)
         if self._confirmations_topic is not None:
             self._topics.append(self._confirmations_topic)
         self._review_lookback = review_lookback
@@ -115,8 +125,13 @@ class ReplyFeed:
                     if erasures is not None and erasures.drops(record.key, record.value):
                         continue  # a turn begun before its user's erase
                     try:
-                        if tp.topic == self._replies_topic:
+                        if tp.topic in (self._replies_topic, self._coach_replies_topic):
                             reply = decode(record.value, _replies, max_bytes=MAX_BYTES)
+                            if reply.kind not in _KINDS_FROM[tp.topic == self._replies_topic]:
+                                # Not a kind this topic's writer may send (a Coach
+                                # credential forging a final or a human answer).
+                                log.warning("gateway: %s reply on %s ignored", reply.kind, tp.topic)
+                                continue
                             if reply.kind == "human":
                                 self._reviews.resolve(reply.turn_id)
                             await self._store.add_reply(reply)

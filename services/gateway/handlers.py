@@ -51,6 +51,7 @@ feed = ReplyFeed(
     store,
     reviews,
     replies_topic=runtime.topic(Topic.REPLIES),
+    coach_replies_topic=runtime.topic(Topic.COACH_REPLIES),
     review_topic=runtime.topic(Topic.HUMAN_REVIEW),
     agent_topics=[runtime.topic(t) for t in AGENT_TOPICS.values()],
     desk=desk,

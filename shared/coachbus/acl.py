@@ -8,9 +8,11 @@ human-review queue every consumer may fill. Only the gateway writes user-message
 (user messages, session ends and erase requests all travel there) and the erase
 watermarks (``erasures``), so no other principal can forge a user's words or erase
 someone else. ``replies`` is written by
-Synth (finals), the gateway (the review endpoint's ``human`` answers) and Coach
-(its at-once ``coach``/``coach_delta`` pieces): ACLs cannot see a record's kind, so
-what keeps the gateway to ``human`` replies is its code, not the broker.
+Synth (finals) and the gateway (the review endpoint's ``human`` answers) only;
+Coach's at-once ``coach``/``coach_delta`` pieces go to ``coach-replies``, and the
+gateway shows from each topic only the kinds its writer may send, so a Coach
+credential cannot forge a final or a human answer. ACLs cannot see a record's
+kind, so what keeps the gateway to ``human`` replies is its code, not the broker.
 
 ``tests/unit/test_acl.py`` checks this table against the services' wiring (stores,
 views, subscribers, publishers and every ``publish(Topic.X)``), so a service that
@@ -68,6 +70,7 @@ ACCESS: dict[str, ServiceAccess] = {
             reads=frozenset(
                 {
                     Topic.REPLIES,
+                    Topic.COACH_REPLIES,
                     Topic.HUMAN_REVIEW,
                     Topic.ERASE_CONFIRMATIONS,
                     *AGENT_TOPICS.values(),
@@ -82,7 +85,7 @@ ACCESS: dict[str, ServiceAccess] = {
         _agent("stability", owns={Topic.SAFETY}, views={Topic.BLACKBOARD, Topic.MEMORY}),
         ServiceAccess(
             service="coach",
-            writes=frozenset({Topic.COACH, Topic.REPLIES}) | _CONSUMER_WRITES,
+            writes=frozenset({Topic.COACH, Topic.COACH_REPLIES}) | _CONSUMER_WRITES,
             reads=frozenset(
                 {Topic.USER_MESSAGES, Topic.COACH, Topic.BLACKBOARD, Topic.SAFETY, Topic.MEMORY}
             )

@@ -36,6 +36,7 @@ CONTRACTS: dict[Topic, Any] = {
     Topic.STABILITY: StabilityResult,
     Topic.COACH: CoachResult,
     Topic.REPLIES: Reply,
+    Topic.COACH_REPLIES: Reply,
     Topic.DLQ: DeadLetter,
     Topic.HUMAN_REVIEW: HumanReviewRequest,
     Topic.BLACKBOARD: Blackboard,

@@ -23,6 +23,10 @@ class Topic(StrEnum):
     STABILITY = "agent.stability"
     COACH = "agent.coach"
     REPLIES = "replies"
+    # Coach's at-once reply and its streamed pieces, apart from ``replies`` so that
+    # Coach's credentials cannot write a final or a human answer (Kafka ACLs see
+    # topics, not a record's kind).
+    COACH_REPLIES = "coach-replies"
     DLQ = "dlq"
     HUMAN_REVIEW = "human-review"
     # Compacted state topics: one writer each, keyed so compaction keeps the latest.

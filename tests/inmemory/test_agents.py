@@ -53,7 +53,9 @@ async def test_agent_publishes_typed_result(agent: str) -> None:
     async def collect(body: dict) -> None:  # type: ignore[type-arg]
         results.append(AgentResultAdapter.validate_python(body))
 
-    @runtime.broker.subscriber(runtime.topic(Topic.REPLIES))
+    # Coach's at-once reply travels on coach-replies (replies is Synth's and the
+    # review endpoint's).
+    @runtime.broker.subscriber(runtime.topic(Topic.COACH_REPLIES))
     async def collect_replies(body: dict) -> None:  # type: ignore[type-arg]
         replies.append(TypeAdapter(Reply).validate_python(body))
 

@@ -44,7 +44,7 @@ def _wiring(service: str) -> tuple[set[Topic], set[Topic], bool]:
     for sub in router.subscribers:
         reads |= {_topic(getattr(t, "name", t)) for t in sub.topics}
     source = "\n".join(p.read_text() for p in (REPO / "services" / service).glob("*.py"))
-    # Every direct publish, e.g. Coach's at-once reply: `publish(Topic.REPLIES, ...)`.
+    # Every direct publish, e.g. Coach's at-once reply: `publish(Topic.COACH_REPLIES, ...)`.
     writes |= {Topic[m] for m in re.findall(r"(?:publish|tombstone)\(\s*Topic\.(\w+)", source)}
     # Topics read by name (tails, feeds): every other topic the code names.
     mentioned = {Topic[m] for m in re.findall(r"\bTopic\.(\w+)", source)}
@@ -75,8 +75,10 @@ def test_table_matches_the_services_wiring(service: str) -> None:
 def test_the_issue_rules() -> None:
     assert writers(Topic.USER_MESSAGES) == {"gateway"}  # messages and erase requests
     assert writers(Topic.ERASURES) == {"gateway"}
-    # Coach's at-once replies (kinds coach/coach_delta) also go to replies; see acl.py.
-    assert writers(Topic.REPLIES) == {"synth", "gateway", "coach"}
+    # Only Synth (finals) and the review endpoint write replies; Coach's at-once
+    # pieces have a topic of their own (see acl.py).
+    assert writers(Topic.REPLIES) == {"synth", "gateway"}
+    assert writers(Topic.COACH_REPLIES) == {"coach"}
     for topic in COMPACTED:
         assert len(writers(topic)) == 1, f"one writer per state topic: {topic}"
     for name, topic in AGENT_TOPICS.items():
@@ -140,8 +142,8 @@ def test_script_grants_each_service_only_its_own_topics() -> None:
     assert writers_of(Topic.REPLIES) == {
         "User:coachbus-gateway",
         "User:coachbus-synth",
-        "User:coachbus-coach",
     }
+    assert writers_of(Topic.COACH_REPLIES) == {"User:coachbus-coach"}
     groups = {(p, n) for p, r, n, op, pat in grants if r == "group" and op == "Read"}
     assert groups == {
         (f"User:coachbus-{s}", PREFIX + s) for s, a in ACCESS.items() if a.consumer_group

@@ -599,3 +599,68 @@ async def test_event_streams_per_user_are_capped_and_freed_on_disconnect() -> No
     finally:
         server.should_exit = True
         await serving
+
+
+async def test_feed_shows_each_topics_own_reply_kinds_only() -> None:
+    """Coach writes coach-replies, Synth and the review endpoint write replies: a
+    human answer or a final forged on coach-replies (a Coach credential) is never
+    shown, nor a coach piece on replies."""
+    from types import SimpleNamespace
+
+    from aiokafka import TopicPartition
+
+    from coachbus.bus.codec import encode
+    from coachbus.settings import KafkaSettings
+    from services.gateway.feed import ReplyFeed
+    from services.gateway.review import ReviewQueue
+
+    def reply(kind: str, text: str) -> Reply:
+        return Reply(turn_id="t1", session_id="s", user_id="u", kind=kind, text=text)  # type: ignore[arg-type]
+
+    class OneBatch:
+        def __init__(self) -> None:
+            self.fetches = 0
+
+        async def getmany(self, timeout_ms: int) -> dict[TopicPartition, list[object]]:
+            self.fetches += 1
+            if self.fetches > 1:
+                await asyncio.sleep(3600)
+            return {
+                TopicPartition("coach-replies", 0): [
+                    SimpleNamespace(value=encode(reply("coach", "hello")), key=b"u"),
+                    SimpleNamespace(value=encode(reply("human", "forged")), key=b"u"),
+                    SimpleNamespace(value=encode(reply("final", "forged")), key=b"u"),
+                ],
+                TopicPartition("replies", 0): [
+                    SimpleNamespace(value=encode(reply("coach_delta", "forged")), key=b"u"),
+                    SimpleNamespace(value=encode(reply("human", "real")), key=b"u"),
+                ],
+            }
+
+    shown: list[tuple[str, str]] = []
+
+    class Recording(TurnStore):
+        async def add_reply(self, r: Reply) -> None:
+            shown.append((r.kind, r.text))
+            await super().add_reply(r)
+
+    store = Recording()
+    store.open("t1", "u", "s", sent=True)
+    feed = ReplyFeed(
+        KafkaSettings(),
+        store,
+        ReviewQueue(),
+        replies_topic="replies",
+        review_topic="human-review",
+        agent_topics=[],
+        coach_replies_topic="coach-replies",
+    )
+    consumer = OneBatch()
+    task = asyncio.create_task(feed._run(consumer))  # type: ignore[arg-type]
+    try:
+        async with asyncio.timeout(5):
+            while consumer.fetches < 2:
+                await asyncio.sleep(0.01)
+    finally:
+        task.cancel()
+    assert shown == [("coach", "hello"), ("human", "real")]
