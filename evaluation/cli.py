@@ -33,6 +33,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--small-model", default="Qwen/Qwen3-30B-A3B")
     p.add_argument("--strong-model", default="Qwen/Qwen3-235B-A22B")
     p.add_argument("--policy", type=Path, help="router policy file (default: the shipped one)")
+    p.add_argument(
+        "--prompts", type=Path, help="folder of instruction overrides (<decision kind>.txt)"
+    )
     p.add_argument("--timeout", type=float, default=60.0, help="seconds per LLM call")
     p.add_argument("--concurrency", type=int, default=4, help="items scored at once with an LLM")
     p.add_argument(
@@ -63,7 +66,12 @@ def _crisis(args: argparse.Namespace) -> dict[str, Any] | int:
         return 0
     if args.llm_base_url:
         decide, close = crisis.router_decider(
-            args.llm_base_url, args.small_model, args.strong_model, args.policy, args.timeout
+            args.llm_base_url,
+            args.small_model,
+            args.strong_model,
+            args.policy,
+            args.timeout,
+            args.prompts,
         )
 
         async def run() -> list[crisis.Prediction]:

@@ -80,6 +80,7 @@ def messages(
         instructions(payload, register, errors),
         data=[(DRAFT, payload.text)],
         rejected=errors[:6],
+        kind="coach_reply",
     ).messages
 
 

@@ -83,4 +83,6 @@ def instructions(errors: list[str]) -> str:
 
 
 def messages(builder: PromptBuilder, ctx: PromptContext, errors: list[str]) -> list[Message]:
-    return builder.build(ctx, AGENT, instructions(errors), rejected=errors[:6]).messages
+    return builder.build(
+        ctx, AGENT, instructions(errors), rejected=errors[:6], kind="pattern_classification"
+    ).messages

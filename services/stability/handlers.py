@@ -38,10 +38,10 @@ async def handle(message: UserMessage) -> StabilityResult:
         # the decisions were taken then, a second LLM call or review would repeat them.
         return StabilityResult.for_message(message, payload, started=started)
 
-    def build(instructions: str) -> Callable[[LLMTier, list[str]], list[Message]]:
+    def build(instructions: str, kind: str) -> Callable[[LLMTier, list[str]], list[Message]]:
         def messages(tier: LLMTier, errors: list[str]) -> list[Message]:
             ctx = context_for(memory.get(message.user_id), message)
-            return prompts.messages(runtime.prompt_builder(), ctx, instructions, errors)
+            return prompts.messages(runtime.prompt_builder(), ctx, instructions, errors, kind)
 
         return messages
 
@@ -56,7 +56,7 @@ async def handle(message: UserMessage) -> StabilityResult:
         kind="risk_screen",
         agent="stability",
         deterministic=lambda: (RiskDecision(det.crisis), logic.risk_confidence(det)),
-        build_messages=build(RISK_INSTRUCTIONS),
+        build_messages=build(RISK_INSTRUCTIONS, "risk_screen"),
         response_model=RiskScreenCall,
         budget=message.budget,
         validate=lambda d: prompts.check_risk(d, message.text),
@@ -81,7 +81,7 @@ async def handle(message: UserMessage) -> StabilityResult:
         kind="blocked_steps",
         agent="stability",
         deterministic=lambda: (StepsDecision(), steps_conf),
-        build_messages=build(prompts.steps_instructions(conditions)),
+        build_messages=build(prompts.steps_instructions(conditions), "blocked_steps"),
         response_model=prompts.BlockedStepsCall,
         budget=message.budget,
         validate=lambda d: prompts.check_steps(d, message.text),

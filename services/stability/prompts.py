@@ -21,6 +21,7 @@ from coachbus.crisis import (
     quote_problems,
 )
 from coachbus.llm import Message, PromptBuilder, PromptContext, Severity
+from coachbus.llm.prompt import instruction_override
 from coachbus.safety import CATALOGUE
 
 AGENT = "stability"
@@ -104,8 +105,15 @@ def with_repair(instructions: str, errors: list[str]) -> str:
 
 
 def messages(
-    builder: PromptBuilder, ctx: PromptContext, instructions: str, errors: list[str]
+    builder: PromptBuilder,
+    ctx: PromptContext,
+    instructions: str,
+    errors: list[str],
+    kind: str | None = None,
 ) -> list[Message]:
+    # The override (if any) replaces the instructions; the repair note follows it.
+    if kind is not None:
+        instructions = instruction_override(builder.settings.prompts_dir, kind, instructions)
     return builder.build(
         ctx, AGENT, with_repair(instructions, errors), rejected=errors[:6]
     ).messages

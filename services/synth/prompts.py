@@ -133,7 +133,12 @@ def messages(
     builder: PromptBuilder, ctx: PromptContext, sheet: DecisionSheet, errors: list[str]
 ) -> list[Message]:
     return builder.build(
-        ctx, AGENT, instructions(sheet, errors), data=sheet_data(sheet), rejected=errors[:6]
+        ctx,
+        AGENT,
+        instructions(sheet, errors),
+        data=sheet_data(sheet),
+        rejected=errors[:6],
+        kind="synthesis_prose",
     ).messages
 
 

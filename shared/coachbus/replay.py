@@ -472,6 +472,8 @@ async def run(args: argparse.Namespace) -> int:
         env["COACHBUS_LLM_POLICY_FILE"] = str(args.policy.resolve())
     if args.llm_base_url:
         env["COACHBUS_LLM_BASE_URL"] = args.llm_base_url
+    if args.prompts:
+        env["COACHBUS_LLM_PROMPTS_DIR"] = str(args.prompts.resolve())
     services = tuple(s for s in ("shadow", "persona", "plasticity", "stability", "coach", "synth"))
     config = StackConfig.ephemeral(
         bootstrap=args.sandbox_bootstrap,
@@ -529,6 +531,7 @@ async def run(args: argparse.Namespace) -> int:
         "sandbox_prefix": sandbox,
         "candidate": {
             "policy": str(args.policy) if args.policy else None,
+            "prompts": str(args.prompts) if args.prompts else None,
             "llm": args.llm_base_url or args.llm,
         },
         "turns": turns_out,
@@ -597,6 +600,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--sandbox-bootstrap", help="broker for the sandbox (default: an embedded one)")
     p.add_argument("--sandbox-prefix", help="topic prefix of the sandbox (default: new)")
     p.add_argument("--policy", type=Path, help="candidate router policy file")
+    p.add_argument(
+        "--prompts", type=Path, help="candidate instructions: a folder of <decision kind>.txt"
+    )
     p.add_argument("--llm", choices=["none", "sim", "local"], default="none")
     p.add_argument("--llm-base-url", help="candidate OpenAI-compatible endpoint")
     p.add_argument("--concurrency", type=int, default=4, help="users replayed at once")

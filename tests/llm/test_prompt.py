@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -256,3 +257,30 @@ def test_data_and_repair_keep_the_prefix_shared_across_agents_and_attempts() -> 
     assert first.messages[:2] == coach.messages[:-1]
     # A repair only appends: everything before its last message is the first attempt's.
     assert repair.messages[:-1] == first.messages
+
+
+def test_a_prompts_folder_overrides_a_decisions_instructions(tmp_path: Path) -> None:
+    """``<kind>.txt`` replaces the instructions ({default} stands for the built-in
+    text); other decisions and user data are untouched; an edit is read again."""
+    from coachbus.llm.prompt import instruction_override
+
+    (tmp_path / "risk_screen.txt").write_text("Be thorough.\n{default}\n", encoding="utf-8")
+    assert instruction_override(tmp_path, "risk_screen", "Screen it.") == "Be thorough.\nScreen it."
+    assert instruction_override(tmp_path, "blocked_steps", "Steps.") == "Steps."
+    assert instruction_override(None, "risk_screen", "Screen it.") == "Screen it."
+    builder = PromptBuilder(LLMSettings(prompts_dir=tmp_path))
+    ctx = PromptContext(
+        briefing="b", profile="", blackboard="", history=[], message="I skipped <|im_start|>"
+    )
+    built = builder.build(ctx, "stability", "Screen it.", kind="risk_screen").messages
+    assert any(m["content"] == "Be thorough.\nScreen it." for m in built)
+    assert all("<|im_start|>" not in m["content"] for m in built)
+    plain = builder.build(ctx, "stability", "Screen it.").messages
+    assert any(m["content"] == "Screen it." for m in plain)
+    import os
+    import time
+
+    later = time.time() + 5
+    (tmp_path / "risk_screen.txt").write_text("Changed.", encoding="utf-8")
+    os.utime(tmp_path / "risk_screen.txt", (later, later))
+    assert instruction_override(tmp_path, "risk_screen", "x") == "Changed."

@@ -369,6 +369,7 @@ def router_decider(
     strong_model: str,
     policy_file: Path | None,
     timeout_s: float,
+    prompts_dir: Path | None = None,
 ) -> tuple[
     Callable[[Item], Awaitable[tuple[CrisisScreen, str, int, str | None]]],
     Callable[[], Awaitable[None]],
@@ -378,6 +379,7 @@ def router_decider(
     from coachbus.contracts import TurnBudget
     from coachbus.crisis import RISK_INSTRUCTIONS, RiskScreenCall
     from coachbus.llm import LLMClient, LLMSettings, Message, Policy, Router
+    from coachbus.llm.prompt import instruction_override
 
     settings = LLMSettings(
         base_url=base_url,
@@ -403,8 +405,9 @@ def router_decider(
                 if errors
                 else ""
             )
+            text = instruction_override(prompts_dir, "risk_screen", RISK_INSTRUCTIONS)
             return [
-                Message(role="system", content=RISK_INSTRUCTIONS + note),
+                Message(role="system", content=text + note),
                 Message(role="user", content=item.text),
             ]
 

@@ -36,6 +36,8 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from pathlib import Path
 
 from coachbus.llm.api import Message
 from coachbus.llm.settings import LLMSettings
@@ -262,6 +264,30 @@ def repair_message(errors: Sequence[str]) -> Message:
     return {"role": "user", "content": f"{REPAIR_NOTE}\n{fence('rejection reasons', reasons)}"}
 
 
+def instruction_override(folder: Path | None, kind: str, default: str) -> str:
+    """The instructions for decision ``kind``: ``<folder>/<kind>.txt`` if there is one,
+    with ``{default}`` standing for the built-in text, else the built-in text.
+
+    The file is the operator's (trusted, like the policy file), and it replaces only
+    the instructions: user-derived text still arrives fenced as data."""
+    if folder is None:
+        return default
+    path = folder / f"{kind}.txt"
+    try:
+        stat = path.stat()
+    except OSError:
+        return default
+    text = _read_override(str(path), stat.st_mtime_ns)
+    return text.replace("{default}", default)
+
+
+@lru_cache(maxsize=64)
+def _read_override(path: str, mtime_ns: int) -> str:
+    # Keyed by modification time: an edited file is read again, an unchanged one once.
+    del mtime_ns
+    return Path(path).read_text(encoding="utf-8").strip()
+
+
 class PromptBuilder:
     def __init__(
         self,
@@ -346,6 +372,7 @@ class PromptBuilder:
         budget: int | None = None,
         data: Sequence[tuple[str, str]] = (),
         rejected: Sequence[str] = (),
+        kind: str | None = None,
     ) -> Prompt:
         """The agent's prompt: shared prefix, then its ``data`` (user-derived
         (about, text) pairs, fenced in a user message), its ``instructions`` (code's
@@ -353,6 +380,8 @@ class PromptBuilder:
         of a repair attempt last (fenced in a user message). Data, instructions and
         reasons are never cut."""
         budget = budget if budget is not None else self.settings.prompt_budget_for(agent)
+        if kind is not None:
+            instructions = instruction_override(self.settings.prompts_dir, kind, instructions)
         ctx = _clean(ctx)
         tail: list[Message] = []
         if data:

@@ -94,6 +94,10 @@ class LLMSettings(BaseSettings):
 
     # The router's policy; unset = the shipped ``policy.toml``.
     policy_file: Path | None = None
+    # A folder of instruction overrides, one file per decision kind
+    # (``risk_screen.txt``, ``coach_reply.txt``, …): a team tries a prompt without a
+    # release, and ``coachbus replay --prompts`` scores it (see PromptBuilder.build).
+    prompts_dir: Path | None = None
 
     @property
     def enabled(self) -> bool:
