@@ -86,8 +86,21 @@ def _crisis(args: argparse.Namespace) -> dict[str, Any] | int:
 
 def _decision(name: str, args: argparse.Namespace) -> dict[str, Any]:
     items = [i for s in _splits(args.split) for i in load_raw(name, s, args.data)]
-    rep = decisions.SCORERS[name](items).as_dict(list_items=args.split == "dev")
-    return {"corpus": name, "split": args.split, "tiers": {"deterministic": rep}}
+    listed = args.split == "dev"
+    tiers = {"deterministic": decisions.SCORERS[name](items).as_dict(list_items=listed)}
+    if args.llm_base_url and name in decisions.ROUTED:
+        routed = decisions.ROUTED[name](
+            items,
+            args.llm_base_url,
+            args.small_model,
+            args.strong_model,
+            args.policy,
+            args.timeout,
+            args.prompts,
+            args.concurrency,
+        )
+        tiers["router"] = asyncio.run(routed).as_dict(list_items=listed)
+    return {"corpus": name, "split": args.split, "tiers": tiers}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -100,9 +113,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.calibrate and names != ["crisis"]:
         print("coachbus eval: --calibrate is for the crisis corpus", file=sys.stderr)
         return 2
-    if args.llm_base_url and names != ["crisis"]:
+    routed = {"crisis", *decisions.ROUTED}
+    if args.llm_base_url and not set(names) <= routed:
         # Said, not silently skipped: the other decisions' LLM tiers are not wired yet.
-        print("coachbus eval: --llm-base-url scores the crisis corpus only", file=sys.stderr)
+        print(
+            f"coachbus eval: --llm-base-url scores {sorted(routed)} only; the other "
+            "decisions have no model tier in the eval yet",
+            file=sys.stderr,
+        )
         return 2
     corpora: dict[str, dict[str, Any]] = {}
     try:

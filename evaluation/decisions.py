@@ -22,7 +22,7 @@ the benchmarks, and the library itself never depends on a service.
 from __future__ import annotations
 
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,6 +42,9 @@ class Scored:
     expected: frozenset[str]
     confidence: float | None = None
     latency_s: float = 0.0
+    tier: str = "deterministic"
+    tokens: int = 0
+    stop_reason: str | None = None
 
     @property
     def exact(self) -> bool:
@@ -79,7 +82,11 @@ class Report:
                 "p50": _round(percentile(latencies, 50)),
                 "p95": _round(percentile(latencies, 95)),
             },
-            "carried_by": {"deterministic": len(self.scored)},
+            "tokens": sum(s.tokens for s in self.scored),
+            "carried_by": dict(sorted(Counter(s.tier for s in self.scored).items())),
+            "stop_reasons": dict(
+                sorted(Counter(s.stop_reason for s in self.scored if s.stop_reason).items())
+            ),
         }
         if list_items:
             out["misses"] = [
@@ -294,6 +301,101 @@ def score_replies(items: Sequence[Raw]) -> Report:
         expected = frozenset(item["expected"]) or frozenset({NONE})
         rep.scored.append(Scored(item, labels, expected, None, took))
     return rep
+
+
+async def steps_with_router(
+    items: Sequence[Raw],
+    base_url: str,
+    small_model: str,
+    strong_model: str,
+    policy_file: Any,
+    timeout_s: float,
+    prompts_dir: Any = None,
+    concurrency: int = 4,
+) -> Report:
+    """The ``blocked_steps`` decision as Stability takes it: the catalogue's triggers
+    first, the policy's LLM tiers below the bar (a standing condition, or nothing
+    found), a model's step kept only with the person's own words as evidence."""
+    import asyncio
+    from datetime import UTC, datetime, timedelta
+
+    from coachbus.contracts import TurnBudget
+    from coachbus.llm import LLMClient, LLMSettings, Policy, PromptBuilder, Router
+    from coachbus.memory import context_for
+    from coachbus.safety import screen_steps
+    from services.stability import logic as stability
+    from services.stability import prompts
+
+    settings = LLMSettings(
+        base_url=base_url,
+        small_model=small_model,
+        strong_model=strong_model,
+        default_timeout_s=timeout_s,
+        timeouts_s={},
+        prompts_dir=prompts_dir,
+    )
+    client = LLMClient(settings)
+    router = Router(policy=Policy.load(policy_file), client=client)
+    builder = PromptBuilder(settings)
+    gate = asyncio.Semaphore(concurrency)
+    rep = Report("steps")
+
+    async def one(n: int, item: Raw) -> Scored:
+        async with gate:
+            started = time.perf_counter()
+            conditions = set(item["conditions"])
+            hits = screen_steps(item["text"], conditions)
+            found = {h.spec.step_id for h in hits}
+            if hits:
+                conf = min(h.confidence for h in hits)
+            elif conditions:
+                conf = stability.NO_STEPS_CONDITIONS_CONFIDENCE
+            else:
+                conf = stability.NO_STEPS_CONFIDENCE
+            msg = _message(item["text"], f"eval-s{n}", 1)
+            ctx = context_for(None, msg)
+            instructions = prompts.steps_instructions(sorted(conditions))
+
+            def convert(parsed: prompts.BlockedStepsCall) -> prompts.StepsDecision:
+                added = [(c.step_id, c.evidence) for c in parsed.steps if c.step_id not in found]
+                return prompts.StepsDecision(added=added, claims=list(parsed.steps))
+
+            budget = TurnBudget(
+                max_tokens=4_000, deadline_at=datetime.now(UTC) + timedelta(seconds=timeout_s * 3)
+            )
+            out = await router.decide(
+                kind="blocked_steps",
+                agent="stability",
+                deterministic=lambda: (prompts.StepsDecision(), conf),
+                build_messages=lambda tier, errors: prompts.messages(
+                    builder, ctx, instructions, errors, "blocked_steps"
+                ),
+                response_model=prompts.BlockedStepsCall,
+                budget=budget,
+                validate=lambda d: prompts.check_steps(d, item["text"]),
+                convert=convert,
+            )
+            labels = found | {sid for sid, _ in out.value.added}
+            return Scored(
+                item,
+                frozenset(labels) or frozenset({NONE}),
+                frozenset(item["expected"]) or frozenset({NONE}),
+                None,
+                time.perf_counter() - started,
+                out.tier,
+                out.usage.prompt_tokens + out.usage.completion_tokens,
+                out.stop_reason.value if out.stop_reason else None,
+            )
+
+    try:
+        rep.scored = list(await asyncio.gather(*(one(n, i) for n, i in enumerate(items))))
+    finally:
+        await client.aclose()
+    return rep
+
+
+# Decisions whose LLM tiers ``coachbus eval --llm-base-url`` scores beside the rules.
+ROUTED = {"steps": steps_with_router}
 
 
 SCORERS: dict[str, Callable[[Sequence[Raw]], Report]] = {

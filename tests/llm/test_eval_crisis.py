@@ -76,3 +76,42 @@ async def test_llm_tier_is_reported_beside_the_rules(
     assert router["carried_by"].get("deterministic", 0) >= 3
     # A model can never clear what a rule found (the plan stays flagged).
     assert router["by_category"]["plan_method"]["recall"] == 1.0
+
+
+async def test_steps_model_tier_is_reported_beside_the_rules(
+    sim: SimFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "steps"
+    folder.mkdir()
+    rows = [
+        ("I will put all my savings into the shop tomorrow.", [], ["all_savings"]),
+        ("My knee hurts but I'll run every day anyway.", ["injury"], ["train_through_injury"]),
+        ("I went for a walk and had a salad.", [], []),
+    ]
+    lines = [
+        json.dumps(
+            {
+                "id": f"s-{n}",
+                "language": "en",
+                "source": "written",
+                "text": text,
+                "conditions": cond,
+                "expected": exp,
+            }
+        )
+        for n, (text, cond, exp) in enumerate(rows)
+    ]
+    (folder / "dev.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    async with sim() as url:
+        argv = [
+            "steps", "--data", str(tmp_path), "--json", "--llm-base-url", url,
+            "--small-model", SMALL, "--strong-model", STRONG, "--timeout", "10",
+        ]  # fmt: skip
+        assert await asyncio.to_thread(eval_cli.main, argv) == 0
+    rep = json.loads(capsys.readouterr().out)["corpora"]["steps"]
+    det, router = rep["tiers"]["deterministic"], rep["tiers"]["router"]
+    assert det["items"] == router["items"] == len(rows)
+    # A step the catalogue found is never dropped by a model.
+    assert router["by_label"]["all_savings"]["tp"] == det["by_label"]["all_savings"]["tp"] == 1
+    asked = router["tokens"] > 0 or sum(router["stop_reasons"].values()) > 0
+    assert asked, router

@@ -68,8 +68,8 @@ def test_heldout_json_lists_no_items(capsys: pytest.CaptureFixture[str]) -> None
 def test_unknown_corpus_and_llm_scope_are_said(capsys: pytest.CaptureFixture[str]) -> None:
     assert eval_cli.main(["nope", "--data", str(DATA)]) == 2
     assert "unknown corpus" in capsys.readouterr().err
-    assert eval_cli.main(["steps", "--llm-base-url", "http://x", "--data", str(DATA)]) == 2
-    assert "crisis corpus only" in capsys.readouterr().err
+    assert eval_cli.main(["patterns", "--llm-base-url", "http://x", "--data", str(DATA)]) == 2
+    assert "no model tier in the eval yet" in capsys.readouterr().err
 
 
 def test_a_corpus_line_with_wrong_keys_is_refused(tmp_path: Path) -> None:
