@@ -394,8 +394,123 @@ async def steps_with_router(
     return rep
 
 
+async def patterns_with_router(
+    items: Sequence[Raw],
+    base_url: str,
+    small_model: str,
+    strong_model: str,
+    policy_file: Any,
+    timeout_s: float,
+    prompts_dir: Any = None,
+    concurrency: int = 4,
+) -> Report:
+    """Shadow's ``pattern_classification`` turn by turn as Shadow takes it: cue
+    phrases first, the policy's LLM tiers below the bar, a model's pattern kept only
+    with a verbatim quote; the board chained through the conversation."""
+    import asyncio
+    from datetime import UTC, datetime, timedelta
+
+    from coachbus.contracts import TurnBudget
+    from coachbus.contracts.payloads import TIER_RANK
+    from coachbus.llm import LLMClient, LLMSettings, Policy, PromptBuilder, Router
+    from coachbus.memory import context_for
+    from services.shadow import logic as shadow
+    from services.shadow import prompts
+
+    settings = LLMSettings(
+        base_url=base_url,
+        small_model=small_model,
+        strong_model=strong_model,
+        default_timeout_s=timeout_s,
+        timeouts_s={},
+        prompts_dir=prompts_dir,
+    )
+    client = LLMClient(settings)
+    router = Router(policy=Policy.load(policy_file), client=client)
+    builder = PromptBuilder(settings)
+    gate = asyncio.Semaphore(concurrency)
+    rep = Report("patterns")
+
+    async def one(n: int, item: Raw) -> Scored:
+        async with gate:
+            started = time.perf_counter()
+            board: Any = None
+            tokens, tiers, stops = 0, Counter[str](), Counter[str]()
+            language: str | None = None
+            for t, text in enumerate(item["turns"]):
+                msg = _message(text, f"eval-pr{n}", t + 1, language)
+                language = msg.language
+                updated, payload = shadow.observe(board, msg)
+                sure = shadow.is_crisis_message(msg)
+                det = prompts.ShadowDecision(updated, payload)
+
+                def convert(
+                    parsed: prompts.PatternCall, msg: Any = msg, updated: Any = updated
+                ) -> prompts.ShadowDecision:
+                    found = [
+                        (c.pattern, q)
+                        for c in parsed.patterns
+                        if (q := prompts.verbatim(c.evidence, msg.text))
+                    ]
+                    board_, payload_ = shadow.refine(updated, msg, found)
+                    return prompts.ShadowDecision(board_, payload_, list(parsed.patterns))
+
+                budget = TurnBudget(
+                    max_tokens=4_000,
+                    deadline_at=datetime.now(UTC) + timedelta(seconds=timeout_s * 3),
+                )
+                ctx = context_for(None, msg)
+                # A crisis message is never pattern material (as in Shadow's handler).
+                confidence = 1.0 if sure else payload.confidence
+
+                def deterministic(
+                    det: Any = det, confidence: float = confidence
+                ) -> tuple[Any, float]:
+                    return det, confidence
+
+                def build(tier: str, errors: list[str], ctx: Any = ctx) -> list[Any]:
+                    return prompts.messages(builder, ctx, errors)
+
+                def validate(d: Any, msg: Any = msg) -> list[str]:
+                    return prompts.check(d, msg.text)
+
+                out = await router.decide(
+                    kind="pattern_classification",
+                    agent="shadow",
+                    deterministic=deterministic,
+                    build_messages=build,
+                    response_model=prompts.PatternCall,
+                    budget=budget,
+                    validate=validate,
+                    convert=convert,
+                )
+                board = out.value.board
+                tokens += out.usage.prompt_tokens + out.usage.completion_tokens
+                tiers[out.tier] += 1
+                if out.stop_reason is not None:
+                    stops[out.stop_reason.value] += 1
+            primary = board.primary_pattern if board is not None else None
+            return Scored(
+                item,
+                frozenset({primary.value if primary is not None else NONE}),
+                frozenset({item["expected"] or NONE}),
+                None,
+                time.perf_counter() - started,
+                # The conversation's highest tier: what carried its last decision.
+                max(tiers, key=lambda k: TIER_RANK.get(k, 0)),  # type: ignore[call-overload]
+                tokens,
+                stops.most_common(1)[0][0] if stops else None,
+            )
+
+    try:
+        rep.scored = list(await asyncio.gather(*(one(n, i) for n, i in enumerate(items))))
+    finally:
+        await client.aclose()
+    return rep
+
+
 # Decisions whose LLM tiers ``coachbus eval --llm-base-url`` scores beside the rules.
-ROUTED = {"steps": steps_with_router}
+ROUTED = {"steps": steps_with_router, "patterns": patterns_with_router}
 
 
 SCORERS: dict[str, Callable[[Sequence[Raw]], Report]] = {

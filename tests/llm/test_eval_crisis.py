@@ -115,3 +115,34 @@ async def test_steps_model_tier_is_reported_beside_the_rules(
     assert router["by_label"]["all_savings"]["tp"] == det["by_label"]["all_savings"]["tp"] == 1
     asked = router["tokens"] > 0 or sum(router["stop_reasons"].values()) > 0
     assert asked, router
+
+
+async def test_patterns_model_tier_is_reported_beside_the_rules(
+    sim: SimFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "patterns"
+    folder.mkdir()
+    rows = [
+        (
+            ["I want to write my thesis intro.", "Cleaned the kitchen instead of writing."],
+            "avoidance",
+        ),
+        (["Ran 5k on Monday.", "Ran again Thursday, felt good."], "steady_progress"),
+    ]
+    lines = [
+        json.dumps(
+            {"id": f"p-{n}", "language": "en", "source": "written", "turns": t, "expected": e}
+        )
+        for n, (t, e) in enumerate(rows)
+    ]
+    (folder / "dev.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    async with sim() as url:
+        argv = [
+            "patterns", "--data", str(tmp_path), "--json", "--llm-base-url", url,
+            "--small-model", SMALL, "--strong-model", STRONG, "--timeout", "10",
+        ]  # fmt: skip
+        assert await asyncio.to_thread(eval_cli.main, argv) == 0
+    rep = json.loads(capsys.readouterr().out)["corpora"]["patterns"]
+    det, router = rep["tiers"]["deterministic"], rep["tiers"]["router"]
+    assert det["items"] == router["items"] == len(rows)
+    assert set(router["carried_by"]) <= {"deterministic", "small", "strong"}

@@ -68,7 +68,7 @@ def test_heldout_json_lists_no_items(capsys: pytest.CaptureFixture[str]) -> None
 def test_unknown_corpus_and_llm_scope_are_said(capsys: pytest.CaptureFixture[str]) -> None:
     assert eval_cli.main(["nope", "--data", str(DATA)]) == 2
     assert "unknown corpus" in capsys.readouterr().err
-    assert eval_cli.main(["patterns", "--llm-base-url", "http://x", "--data", str(DATA)]) == 2
+    assert eval_cli.main(["register", "--llm-base-url", "http://x", "--data", str(DATA)]) == 2
     assert "no model tier in the eval yet" in capsys.readouterr().err
 
 
