@@ -1,4 +1,5 @@
-"""Replay benchmark: 200 recorded turns through ``coachbus replay`` on this machine.
+"""Replay benchmark: 200 recorded turns through ``coachbus replay`` on this machine,
+with the simulator as the candidate model (``--llm none`` for the rules alone).
 
 The issue's budget: under 2 minutes and under 500 MiB. Measured here, never asserted
 in the suite: the wall time of the whole command (sandbox start included) and the
@@ -65,6 +66,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.replay")
     ap.add_argument("--turns", type=int, default=200)
     ap.add_argument("--users", type=int, default=40)
+    ap.add_argument("--llm", choices=["none", "sim"], default="sim", help="the candidate model")
+    ap.add_argument("--separate", action="store_true", help="one process per agent")
+    ap.add_argument("--concurrency", type=int, default=16, help="users replayed at once")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         rec = Path(tmp) / "recording.jsonl"
@@ -80,6 +84,11 @@ def main(argv: list[str] | None = None) -> int:
             str(Path(tmp) / "out"),
             "--turn-timeout",
             "60",
+            "--llm",
+            args.llm,
+            "--concurrency",
+            str(args.concurrency),
+            *(["--separate"] if args.separate else []),
         ]
         started = time.monotonic()
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
@@ -95,6 +104,8 @@ def main(argv: list[str] | None = None) -> int:
         diff = json.loads((Path(tmp) / "out" / "diff.json").read_text("utf-8"))
     result = {
         "machine": machine(),
+        "llm": args.llm,
+        "layout": "separate" if args.separate else "together",
         "turns": diff["totals"]["turns"],
         "answered": diff["totals"]["answered"],
         "wall_s": round(wall, 1),
@@ -109,11 +120,12 @@ def main(argv: list[str] | None = None) -> int:
     Path("bench/results").mkdir(parents=True, exist_ok=True)
     Path("bench/results/replay.json").write_text(json.dumps(result, indent=2), "utf-8")
     print(
-        f"replay of {result['turns']} turns ({result['answered']} answered): "
+        f"replay of {result['turns']} turns ({result['answered']} answered, llm {args.llm}, "
+        f"{result['layout']}): "
         f"{result['wall_s']} s = {result['wall_vs_budget']}x the 120 s budget, "
         f"peak RSS {result['peak_rss_mib']} MiB = {result['rss_vs_budget']}x the 500 MiB budget "
         f"(the replay process alone {result['replay_process_peak_rss_mib']} MiB; the rest is "
-        "the sandbox: broker and six services)"
+        "the sandbox: broker, agents and the simulator)"
     )
     return 0
 

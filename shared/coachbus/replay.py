@@ -474,12 +474,14 @@ async def run(args: argparse.Namespace) -> int:
         env["COACHBUS_LLM_BASE_URL"] = args.llm_base_url
     if args.prompts:
         env["COACHBUS_LLM_PROMPTS_DIR"] = str(args.prompts.resolve())
-    services = tuple(s for s in ("shadow", "persona", "plasticity", "stability", "coach", "synth"))
+    agents = ("shadow", "persona", "plasticity", "stability", "coach", "synth")
+    # The broker and the LLM (if any) from the embedded stack; the six agents in one
+    # process (coachbus.embedded.together) unless --separate asks for one each.
     config = StackConfig.ephemeral(
         bootstrap=args.sandbox_bootstrap,
         env=env,
         log_dir=out / "logs",
-        services=services,
+        services=agents if args.separate else (),
         llm=args.llm,
     )
     stack = Stack(config)
@@ -488,6 +490,13 @@ async def run(args: argparse.Namespace) -> int:
         await stack.start()
         assert stack.env is not None
         bootstrap = stack.env["KAFKA_BOOTSTRAP_SERVERS"]
+        together = None
+        if not args.separate:
+            try:
+                together = await _start_together(stack.env, out / "logs", agents)
+            except BaseException:
+                await stack.stop()
+                raise
         tap = _Tap(bootstrap, sandbox)
         producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
         await producer.start()
@@ -522,6 +531,8 @@ async def run(args: argparse.Namespace) -> int:
             print(file=sys.stderr)
             await tap.stop()
             await producer.stop()
+            if together is not None:
+                await _stop_together(together)
             await stack.stop()
     order = {t.turn_id: n for n, t in enumerate(recorded)}
     turns_out.sort(key=lambda t: order.get(t["turn_id"], 0))
@@ -554,6 +565,53 @@ async def run(args: argparse.Namespace) -> int:
         )
         return 1
     return 0
+
+
+async def _start_together(
+    env: dict[str, str], log_dir: Path, agents: Sequence[str]
+) -> asyncio.subprocess.Process:
+    """The six agents in one child process; returns once all of them consume."""
+    import os
+
+    _prepare(log_dir)
+    log = _open_log(log_dir / "agents.log")
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "coachbus.embedded.together",
+        *agents,
+        env={**os.environ, **env},
+        stdout=asyncio.subprocess.PIPE,
+        stderr=log,
+    )
+    log.close()
+    assert proc.stdout is not None
+    try:
+        async with asyncio.timeout(120):
+            while True:
+                line = await proc.stdout.readline()
+                if not line:
+                    raise RuntimeError(f"the sandbox's agents exited; see {log_dir / 'agents.log'}")
+                if line.strip() == b"ready":
+                    return proc
+    except BaseException:
+        await _stop_together(proc)
+        raise
+
+
+def _open_log(path: Path) -> Any:
+    return path.open("ab")
+
+
+async def _stop_together(proc: asyncio.subprocess.Process) -> None:
+    if proc.returncode is None:
+        proc.terminate()
+        try:
+            async with asyncio.timeout(15):
+                await proc.wait()
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
 
 
 def _prepare(out: Path) -> None:
@@ -609,6 +667,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--turn-deadline-ms", type=int, default=20_000)
     p.add_argument("--turn-timeout", type=float, default=60.0, help="seconds to wait per final")
     p.add_argument("--fresh", action="store_true", help="ignore an existing checkpoint")
+    p.add_argument(
+        "--separate",
+        action="store_true",
+        help="one process per agent, as deployed (default: the six in one process)",
+    )
     return p
 
 

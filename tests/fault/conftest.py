@@ -102,7 +102,7 @@ class Replies:
 
 async def read_topic(
     bootstrap: str,
-    topic: str,
+    topic: str | tuple[str, ...],
     *,
     until: Any = None,
     timeout: float = 30.0,
@@ -111,7 +111,7 @@ async def read_topic(
     """Read ``topic`` from the beginning; stop ``settle`` seconds after ``until(records)``
     holds (so a late duplicate is still seen) or after ``timeout``."""
     consumer = AIOKafkaConsumer(
-        topic,
+        *((topic,) if isinstance(topic, str) else topic),
         bootstrap_servers=bootstrap,
         auto_offset_reset="earliest",
         enable_auto_commit=False,
@@ -141,8 +141,9 @@ async def read_topic(
 async def replies_for(
     rs: RunningStack, turns: set[str], *, timeout: float = 90.0, settle: float = 3.0
 ) -> Replies:
-    """Finals and coach replies per turn on the replies topic, once every turn has a
-    final (plus ``settle`` seconds to catch a doubled one) or after ``timeout``."""
+    """Finals (on replies) and coach replies (on coach-replies) per turn, once every
+    turn has a final (plus ``settle`` seconds to catch a doubled one) or after
+    ``timeout``."""
 
     def parse(records: list[Any]) -> Replies:
         out = Replies()
@@ -163,7 +164,7 @@ async def replies_for(
 
     records = await read_topic(
         rs.bootstrap,
-        f"{rs.prefix}replies",
+        (f"{rs.prefix}replies", f"{rs.prefix}coach-replies"),
         until=lambda recs: not parse(recs).missing(turns),
         timeout=timeout,
         settle=settle,
