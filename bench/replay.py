@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--users", type=int, default=40)
     ap.add_argument("--llm", choices=["none", "sim"], default="sim", help="the candidate model")
     ap.add_argument("--separate", action="store_true", help="one process per agent")
-    ap.add_argument("--concurrency", type=int, default=16, help="users replayed at once")
+    ap.add_argument("--concurrency", type=int, default=40, help="users replayed at once")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         rec = Path(tmp) / "recording.jsonl"
@@ -106,6 +106,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": machine(),
         "llm": args.llm,
         "layout": "separate" if args.separate else "together",
+        "concurrency": args.concurrency,
         "turns": diff["totals"]["turns"],
         "answered": diff["totals"]["answered"],
         "wall_s": round(wall, 1),

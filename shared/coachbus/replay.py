@@ -663,7 +663,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--llm", choices=["none", "sim", "local"], default="none")
     p.add_argument("--llm-base-url", help="candidate OpenAI-compatible endpoint")
-    p.add_argument("--concurrency", type=int, default=4, help="users replayed at once")
+    p.add_argument(
+        "--concurrency", type=int, default=16, help="users replayed at once (each in order)"
+    )
     p.add_argument("--turn-deadline-ms", type=int, default=20_000)
     p.add_argument("--turn-timeout", type=float, default=60.0, help="seconds to wait per final")
     p.add_argument("--fresh", action="store_true", help="ignore an existing checkpoint")
