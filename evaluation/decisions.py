@@ -317,25 +317,17 @@ async def steps_with_router(
     first, the policy's LLM tiers below the bar (a standing condition, or nothing
     found), a model's step kept only with the person's own words as evidence."""
     import asyncio
-    from datetime import UTC, datetime, timedelta
 
-    from coachbus.contracts import TurnBudget
-    from coachbus.llm import LLMClient, LLMSettings, Policy, PromptBuilder, Router
+    from coachbus.eval.tiers import candidate_router, item_budget
+    from coachbus.llm import PromptBuilder
     from coachbus.memory import context_for
     from coachbus.safety import screen_steps
     from services.stability import logic as stability
     from services.stability import prompts
 
-    settings = LLMSettings(
-        base_url=base_url,
-        small_model=small_model,
-        strong_model=strong_model,
-        default_timeout_s=timeout_s,
-        timeouts_s={},
-        prompts_dir=prompts_dir,
+    settings, client, router = candidate_router(
+        base_url, small_model, strong_model, policy_file, timeout_s, prompts_dir
     )
-    client = LLMClient(settings)
-    router = Router(policy=Policy.load(policy_file), client=client)
     builder = PromptBuilder(settings)
     gate = asyncio.Semaphore(concurrency)
     rep = Report("steps")
@@ -360,9 +352,7 @@ async def steps_with_router(
                 added = [(c.step_id, c.evidence) for c in parsed.steps if c.step_id not in found]
                 return prompts.StepsDecision(added=added, claims=list(parsed.steps))
 
-            budget = TurnBudget(
-                max_tokens=4_000, deadline_at=datetime.now(UTC) + timedelta(seconds=timeout_s * 3)
-            )
+            budget = item_budget(timeout_s)
             out = await router.decide(
                 kind="blocked_steps",
                 agent="stability",
@@ -408,25 +398,17 @@ async def patterns_with_router(
     phrases first, the policy's LLM tiers below the bar, a model's pattern kept only
     with a verbatim quote; the board chained through the conversation."""
     import asyncio
-    from datetime import UTC, datetime, timedelta
 
-    from coachbus.contracts import TurnBudget
     from coachbus.contracts.payloads import TIER_RANK
-    from coachbus.llm import LLMClient, LLMSettings, Policy, PromptBuilder, Router
+    from coachbus.eval.tiers import candidate_router, item_budget
+    from coachbus.llm import PromptBuilder
     from coachbus.memory import context_for
     from services.shadow import logic as shadow
     from services.shadow import prompts
 
-    settings = LLMSettings(
-        base_url=base_url,
-        small_model=small_model,
-        strong_model=strong_model,
-        default_timeout_s=timeout_s,
-        timeouts_s={},
-        prompts_dir=prompts_dir,
+    settings, client, router = candidate_router(
+        base_url, small_model, strong_model, policy_file, timeout_s, prompts_dir
     )
-    client = LLMClient(settings)
-    router = Router(policy=Policy.load(policy_file), client=client)
     builder = PromptBuilder(settings)
     gate = asyncio.Semaphore(concurrency)
     rep = Report("patterns")
@@ -455,10 +437,7 @@ async def patterns_with_router(
                     board_, payload_ = shadow.refine(updated, msg, found)
                     return prompts.ShadowDecision(board_, payload_, list(parsed.patterns))
 
-                budget = TurnBudget(
-                    max_tokens=4_000,
-                    deadline_at=datetime.now(UTC) + timedelta(seconds=timeout_s * 3),
-                )
+                budget = item_budget(timeout_s)
                 ctx = context_for(None, msg)
                 # A crisis message is never pattern material (as in Shadow's handler).
                 confidence = 1.0 if sure else payload.confidence

@@ -28,7 +28,6 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -376,20 +375,14 @@ def router_decider(
 ]:
     """The risk_screen decision as Stability takes it: deterministic first, then the
     policy's LLM tiers when the screen is below the bar; the worse screen wins."""
-    from coachbus.contracts import TurnBudget
     from coachbus.crisis import RISK_INSTRUCTIONS, RiskScreenCall
-    from coachbus.llm import LLMClient, LLMSettings, Message, Policy, Router
+    from coachbus.eval.tiers import candidate_router, item_budget
+    from coachbus.llm import Message
     from coachbus.llm.prompt import instruction_override
 
-    settings = LLMSettings(
-        base_url=base_url,
-        small_model=small_model,
-        strong_model=strong_model,
-        default_timeout_s=timeout_s,
-        timeouts_s={},
+    _settings, client, router = candidate_router(
+        base_url, small_model, strong_model, policy_file, timeout_s
     )
-    client = LLMClient(settings)
-    router = Router(policy=Policy.load(policy_file), client=client)
 
     @dataclass(slots=True)
     class _Decision:
@@ -415,9 +408,7 @@ def router_decider(
             assert isinstance(parsed, RiskScreenCall)
             return _Decision(worse(det.screen(), claim_screen(parsed)), parsed)
 
-        budget = TurnBudget(
-            max_tokens=4_000, deadline_at=datetime.now(UTC) + timedelta(seconds=timeout_s * 3)
-        )
+        budget = item_budget(timeout_s)
         out = await router.decide(
             kind="risk_screen",
             agent="stability",
