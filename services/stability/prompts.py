@@ -16,9 +16,8 @@ from coachbus.contracts.payloads import CrisisScreen
 from coachbus.crisis import (
     RiskScreenCall,
     check_claim,
-    is_crisis,
-    needs_check_in,
     quote_problems,
+    review_severity,
 )
 from coachbus.llm import Message, PromptBuilder, PromptContext, Severity
 from coachbus.llm.prompt import instruction_override
@@ -72,16 +71,9 @@ def check_steps(decision: StepsDecision, message: str) -> list[str]:
 
 
 def severity(decision: RiskDecision) -> Severity | None:
-    """A crisis goes to a human at high or critical; a screen nobody could settle
-    (risk cues, no rule, no model to ask or a model that failed) at moderate, so a
-    person looks at it even without an LLM. A risky plan is handled by blocking the
-    step, not by a human."""
-    screen = decision.screen
-    if needs_check_in(screen):
-        return "moderate"
-    if not is_crisis(screen):
-        return None
-    return "critical" if screen.confidence >= 0.5 else "high"
+    """The crisis screen's review rule (coachbus.crisis.review_severity); a risky
+    plan is handled by blocking the step, not by a human."""
+    return review_severity(decision.screen)
 
 
 def steps_instructions(conditions: list[str]) -> str:

@@ -52,7 +52,7 @@ from coachbus.contracts.payloads import (
     SheetTone,
     TurnSignal,
 )
-from coachbus.crisis import is_crisis, needs_check_in, screen_crisis, worse
+from coachbus.crisis import is_crisis, needs_check_in, review_severity, screen_crisis, worse
 from coachbus.replycheck import check_reply
 from coachbus.safety import (
     CATALOGUE,
@@ -621,11 +621,9 @@ def review_without_stability(
     does), an uncertain screen at moderate; nothing else does."""
     if "stability" not in missing or outcome.sheet.mode not in ("crisis", "check_in"):
         return None
-    screen = outcome.sheet.crisis
-    if outcome.sheet.mode == "check_in":
-        severity: Literal["moderate", "high", "critical"] = "moderate"
-    else:
-        severity = "critical" if screen.confidence >= 0.5 else "high"
+    severity = review_severity(outcome.sheet.crisis)
+    if severity is None:
+        return None
     return HumanReviewRequest(
         turn_id=msg.turn_id,
         session_id=msg.session_id,

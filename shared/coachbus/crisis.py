@@ -40,6 +40,7 @@ import tomllib
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from typing import Literal
 
 # The regex parser, to read which word a pattern must start with (see _first_words).
 # Private modules of ``re``: where a Python lacks them, every pattern is simply tried
@@ -445,6 +446,20 @@ def needs_check_in(screen: CrisisScreen) -> bool:
     return not is_crisis(screen) and screen.uncertain
 
 
+def review_severity(screen: CrisisScreen) -> Literal["moderate", "high", "critical"] | None:
+    """How urgently a human must see this screen (None: no human needed).
+
+    A crisis at high or critical; a screen nobody settled (risk cues, no rule, no
+    model to ask or a model that failed) at moderate, so a person looks at it even
+    without an LLM. The one rule Stability's router and Synth (when Stability is
+    missing) both apply."""
+    if needs_check_in(screen):
+        return "moderate"
+    if not is_crisis(screen):
+        return None
+    return "critical" if screen.confidence >= 0.5 else "high"
+
+
 def worse(a: CrisisScreen, b: CrisisScreen | None) -> CrisisScreen:
     """The more alarming of two screens: a crisis beats uncertain beats clean, then
     the more urgent category, then the higher confidence. Never lowers what ``a``
@@ -555,6 +570,7 @@ __all__ = [
     "needs_check_in",
     "parse_rulebook",
     "quote_problems",
+    "review_severity",
     "rulebook",
     "screen_crisis",
     "worse",

@@ -299,8 +299,11 @@ CATALOGUE, CONDITION_TTL, _CONDITIONS = _catalogue()
 
 
 def detect_conditions(text: str) -> set[str]:
-    n = normalize(text)
-    return {name for name, rx in _CONDITIONS.items() if rx.search(n)}
+    return _conditions_in(normalize(text))
+
+
+def _conditions_in(normalised: str) -> set[str]:
+    return {name for name, rx in _CONDITIONS.items() if rx.search(normalised)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -316,8 +319,8 @@ def screen_steps(text: str, conditions: set[str] | frozenset[str] = frozenset())
     A step that needs a condition (training hard while injured) counts with the
     condition either stated now or remembered from earlier turns.
     """
-    here = detect_conditions(text) | set(conditions)
-    text = normalize(text)
+    text = normalize(text)  # once, for the conditions and every trigger
+    here = _conditions_in(text) | set(conditions)
     hits: list[StepHit] = []
     for spec in CATALOGUE.values():
         m = spec.triggers.search(text)
