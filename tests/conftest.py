@@ -34,9 +34,14 @@ TIERS = ("unit", "inmemory", "broker")
 TESTS = Path(__file__).parent
 # The tier of a test without a tier mark of its own, by its folder under tests/.
 # A file that mixes tiers marks the exceptions itself (an explicit mark wins).
+# The unit tests mirror the code: tests/shared/... for the library, tests/services/<name>/
+# for a service (and tests/services/ itself for what crosses services in process),
+# tests/evaluation/ for the eval runner, tests/repo/ for the repository as a whole.
 FOLDER_TIERS = {
-    "unit": "unit",
-    "llm": "unit",
+    "shared": "unit",
+    "services": "unit",
+    "evaluation": "unit",
+    "repo": "unit",
     "deploy": "unit",
     "inmemory": "inmemory",
     "integration": "broker",

@@ -14,7 +14,7 @@ gateway shows from each topic only the kinds its writer may send, so a Coach
 credential cannot forge a final or a human answer. ACLs cannot see a record's
 kind, so what keeps the gateway to ``human`` replies is its code, not the broker.
 
-``tests/unit/test_acl.py`` checks this table against the services' wiring (stores,
+``tests/shared/test_acl.py`` checks this table against the services' wiring (stores,
 views, subscribers, publishers and every ``publish(Topic.X)``), so a service that
 starts writing a new topic fails the suite until it is granted here.
 """

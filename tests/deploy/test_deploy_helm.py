@@ -702,12 +702,12 @@ def test_every_service_logs_in_as_its_own_kafka_user(chart: Any) -> None:
 
 def test_acl_job_ships_the_generated_script(chart: Any) -> None:
     from coachbus.acl import password_variable, principals, render_script
-    from tests.unit.test_acl import parse_script
+    from tests.shared.test_acl import parse_script
 
     docs = render(chart, SASL)
     script = of_kind(docs, "ConfigMap")["coachbus-kafka-acls"]["data"]["acls.sh"]
     assert script == render_script()
-    assert parse_script(script)  # grants parse; their content: tests/unit/test_acl.py
+    assert parse_script(script)  # grants parse; their content: tests/shared/test_acl.py
     job = of_kind(docs, "Job")["coachbus-kafka-acls"]
     assert job["metadata"]["annotations"]["helm.sh/hook"] == "pre-install,pre-upgrade"
     (c,) = job["spec"]["template"]["spec"]["containers"]

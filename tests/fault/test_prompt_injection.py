@@ -30,7 +30,7 @@ from coachbus.safety import CATALOGUE
 from coachbus.text import find_markers
 from tests.fault.conftest import by_event, post_turn
 from tests.integration.conftest import RunningStack, events
-from tests.unit.agents.replay import results_for
+from tests.fixtures.replay import results_for
 
 # What only Alice ever says: none of it may surface in Bob's turns.
 ALICE_FACTS = [

@@ -1,0 +1,82 @@
+"""Persona: OCEAN accumulation, recurring goals, follow-through, growth."""
+
+from __future__ import annotations
+
+import pytest
+
+from coachbus.contracts.payloads import Trait
+from coachbus.contracts.state import Blackboard, PersonaProfile
+from services.persona.logic import observe
+from services.shadow.logic import observe as shadow_observe
+from tests.fixtures.agents import msg
+
+pytestmark = pytest.mark.unit
+
+
+def test_new_user_has_neutral_low_confidence_profile() -> None:
+    profile, payload = observe(None, None, msg("Hello there."))
+    assert profile.session_count == 1
+    assert profile.has_applied("t1")
+    assert all(t.value == 0.5 and t.confidence == 0.0 for t in payload.ocean.values())
+    assert len(payload.items) == 10
+    assert payload.follow_through_basis == "prior"
+
+
+def test_confidence_rises_with_evidence_across_sessions() -> None:
+    profile: PersonaProfile | None = None
+    history: list[float] = []
+    texts = [
+        "I planned my week in a calendar.",
+        "I made a checklist and got organised.",
+        "Scheduled everything step by step again.",
+        "I tracked it all in a spreadsheet.",
+    ]
+    for i, text in enumerate(texts):
+        profile, payload = observe(profile, None, msg(text, turn=f"t{i}", session=f"s{i}"))
+        history.append(payload.ocean[Trait.CONSCIENTIOUSNESS].confidence)
+    assert history == sorted(history)
+    assert history[-1] > history[0]
+    assert history[-1] < 0.75
+    assert payload.ocean[Trait.CONSCIENTIOUSNESS].value > 0.6
+    assert payload.ocean[Trait.OPENNESS].confidence == 0.0  # untouched traits stay unsure
+
+
+def test_recurring_goals_need_two_sessions() -> None:
+    p, payload = observe(None, None, msg("I want to write a novel.", session="s1"))
+    assert payload.recurring_goals == []
+    p, payload = observe(p, None, msg("I want to write my novel.", turn="t2", session="s1"))
+    assert payload.recurring_goals == []
+    p, payload = observe(p, None, msg("I still want to write that novel.", turn="t3", session="s2"))
+    assert payload.recurring_goals == ["writing"]
+
+
+def test_follow_through_moves_from_guess_toward_evidence() -> None:
+    board: Blackboard | None = None
+    profile: PersonaProfile | None = None
+    texts = [
+        "I want to run twice a week.",
+        "I didn't run.",
+        "I didn't run again.",
+        "Skipped running.",
+    ]
+    for i, text in enumerate(texts):
+        m = msg(text, turn=f"t{i}")
+        profile, payload = observe(profile, board, m)
+        board, _ = shadow_observe(board, m)
+    assert payload.follow_through_basis in ("blended", "evidence")
+    assert payload.follow_through_pct is not None
+    assert payload.follow_through_pct < 45
+
+
+def test_ambition_in_message_makes_persona_push_a_stretch() -> None:
+    _, payload = observe(None, None, msg("I finally want to go all in on my startup."))
+    assert payload.stretch_goals == ["business"]
+    assert any(g.startswith("stretch") for g in payload.growth_opportunities)
+
+
+def test_redelivery_is_idempotent() -> None:
+    m = msg("I'm so anxious and stressed.")
+    p, first = observe(None, None, m)
+    again, second = observe(p, None, m)
+    assert again is p
+    assert second == first

@@ -1,0 +1,81 @@
+"""Stability: risk frame, blocked steps with memory, crisis screen."""
+
+from __future__ import annotations
+
+import pytest
+
+from coachbus.contracts.payloads import CrisisCategory
+from coachbus.contracts.state import SafetyState
+from services.stability.logic import BLOCK_TTL, assess
+from tests.fixtures.agents import msg
+
+pytestmark = pytest.mark.unit
+
+
+def test_calm_message_is_low_risk() -> None:
+    state, p = assess(None, None, msg("I went for a run today."))
+    assert p.overall == "low"
+    assert p.blocked_steps == []
+    assert p.risks == []
+    assert p.crisis.category is CrisisCategory.NONE
+    assert not p.crisis.escalated
+    assert state.turn_count == 1
+
+
+def test_ambition_message_blocks_steps_with_risk_frame() -> None:
+    _, p = assess(
+        None, None, msg("I want to quit my job tomorrow and go all in with all my savings.")
+    )
+    ids = {b.step_id for b in p.blocked_steps}
+    assert ids == {"quit_job_abruptly", "all_savings"}
+    assert p.overall == "high"
+    for r in p.risks:
+        assert r.priority == r.severity * r.detectability * r.reversibility
+    assert all(b.markers and b.safer_alternative for b in p.blocked_steps)
+    assert p.blocked_steps[0].step_id == "all_savings"  # highest priority first
+
+
+def test_blocks_are_remembered_then_expire() -> None:
+    state, _ = assess(None, None, msg("I'll put all my savings into it.", turn="t0"))
+    state, p = assess(state, None, msg("Anyway, how do I sleep better?", turn="t1"))
+    (kept,) = p.blocked_steps
+    assert kept.step_id == "all_savings"
+    assert kept.confidence < 0.9
+    assert p.overall == "moderate"
+    for i in range(BLOCK_TTL + 1):
+        state, p = assess(state, None, msg("Fine.", turn=f"x{i}"))
+    assert p.blocked_steps == []
+
+
+def test_injury_is_remembered_for_later_training_plans() -> None:
+    state, p = assess(None, None, msg("Mein Knie tut weh seit Sonntag.", turn="t0"))
+    assert p.blocked_steps == []
+    state, p = assess(state, None, msg("Ich will jetzt jeden Tag trainieren.", turn="t1"))
+    assert [b.step_id for b in p.blocked_steps] == ["train_through_injury"]
+
+
+def test_crisis_is_critical_escalated_and_followed_by_post_crisis() -> None:
+    state, p = assess(None, None, msg("I want to kill myself.", turn="t0"))
+    assert p.overall == "critical"
+    assert p.crisis.escalated
+    assert p.risks[0].risk_id == "crisis:suicidal_ideation"
+    state, p = assess(state, None, msg("I'm a bit better now.", turn="t1"))
+    assert p.post_crisis
+    assert p.turns_since_crisis == 1
+    state, p = assess(state, None, msg("Back to running.", turn="t2"))
+    assert not p.post_crisis
+
+
+def test_abuse_blocks_confrontation_even_unasked() -> None:
+    _, p = assess(None, None, msg("Mein Mann schlägt mich."))
+    assert p.crisis.category is CrisisCategory.ABUSE
+    assert "confront_abuser_alone" in {b.step_id for b in p.blocked_steps}
+
+
+def test_redelivery_is_idempotent() -> None:
+    m = msg("I'll stop taking my meds.")
+    state, first = assess(SafetyState(user_id="u1"), None, m)
+    again, second = assess(state, None, m)
+    assert again is state
+    assert again.version == state.version
+    assert {b.step_id for b in second.blocked_steps} == {b.step_id for b in first.blocked_steps}

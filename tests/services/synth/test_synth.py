@@ -1,0 +1,204 @@
+"""Synth: decision sheet, conflict policy, rendering, validator, degradation."""
+
+from __future__ import annotations
+
+import pytest
+
+from coachbus.contracts.events import StabilityResult
+from coachbus.contracts.payloads import (
+    BlockedStep,
+    CoachingStrategy,
+    CrisisCategory,
+    CrisisScreen,
+    DecisionSheet,
+    SheetTone,
+)
+from services.coach.logic import quick_reply
+from services.persona.logic import observe as persona_observe
+from services.plasticity.logic import plan
+from services.shadow.logic import observe as shadow_observe
+from services.stability.logic import assess
+from services.synth.logic import build_sheet, render, synthesize, validate
+from tests.fixtures.agents import msg
+from tests.fixtures.replay import results_for
+
+pytestmark = pytest.mark.unit
+
+AMBITION = (
+    "I want to quit my job tomorrow and go all in on my startup with all my savings. Finally!"
+)
+
+
+def _all(text: str, **kw: str):  # type: ignore[no-untyped-def]
+    m = msg(text, **kw)
+    _board, sp = shadow_observe(None, m)
+    _, pp = persona_observe(None, None, m)
+    _, st = assess(None, None, m)
+    return m, results_for(
+        m,
+        shadow_p=sp,
+        persona_p=pp,
+        plasticity_p=plan(None, m),
+        stability_p=st,
+        coach_p=quick_reply(m, None, None),
+    )
+
+
+def test_ambition_vs_safety_conflict_recorded_and_step_never_said() -> None:
+    m, results = _all(AMBITION)
+    out = synthesize(m, results, [])
+    rules = {(c.winner, c.overruled, c.rule) for c in out.conflicts}
+    assert ("stability", "persona", "safety_over_ambition") in rules
+    assert out.sheet.mode == "safety"
+    assert not out.sheet.stretch
+    assert out.problems == []
+    low = out.text.lower()
+    for marker in ("quit your job", "all your savings", "all in", "go all"):
+        assert marker not in low
+
+
+def test_missing_stability_falls_back_to_own_screens() -> None:
+    m, results = _all(AMBITION)
+    del results["stability"]
+    sheet = build_sheet(m, results, ["stability"])
+    assert {b.step_id for b in sheet.never_say} >= {"quit_job_abruptly", "all_savings"}
+    assert sheet.mode == "safety"
+    assert sheet.missing == ["stability"]
+    out = synthesize(m, results, ["stability"])
+    assert out.degraded
+    assert out.problems == []
+
+
+def test_only_the_message_is_enough_for_a_crisis_reply() -> None:
+    m = msg("Ich will nicht mehr leben.")
+    out = synthesize(m, {}, ["shadow", "persona", "plasticity", "stability", "coach"])
+    assert out.crisis_mode
+    assert out.language == "de"
+    assert "0800 111 0 111" in out.text
+    assert out.problems == []
+
+
+def test_own_crisis_screen_overrides_a_stability_miss() -> None:
+    m, results = _all("I cut myself again last night.")
+    stab = results["stability"]
+    assert isinstance(stab, StabilityResult)
+    # Simulate a Stability tier that missed the crisis: Synth must still catch it.
+    stab.payload.crisis = CrisisScreen(
+        category=CrisisCategory.NONE, confidence=0.9, matched=[], escalated=False
+    )
+    out = synthesize(m, results, [])
+    assert out.crisis_mode
+    assert "988" in out.text
+
+
+def test_shadow_evidence_overrules_persona_guess_on_follow_through() -> None:
+    board = None
+    profile = None
+    texts = ["I want to run twice a week.", "I didn't run.", "I didn't run again this week."]
+    for i, text in enumerate(texts):
+        m = msg(text, turn=f"t{i}")
+        new_board, sp = shadow_observe(board, m)
+        profile, pp = persona_observe(profile, None, m)  # Persona never saw the board
+        board = new_board
+    results = results_for(m, shadow_p=sp, persona_p=pp, plasticity_p=plan(profile, m))
+    out = synthesize(m, results, ["stability", "coach"])
+    (c,) = [c for c in out.conflicts if c.topic == "follow_through"]
+    assert (c.winner, c.overruled, c.rule) == ("shadow", "persona", "evidence_over_guess")
+    assert out.sheet.focus_goal is not None
+    assert out.sheet.focus_goal.follow_through_source == "shadow"
+
+
+def _sheet(**kw: object) -> DecisionSheet:
+    base: dict[str, object] = {
+        "language": "en",
+        "formality": "informal",
+        "reading_level": "standard",
+        "length": "medium",
+        "min_words": 5,
+        "max_words": 120,
+        "tone": SheetTone(warmth=0.6, directness=0.5, challenge=0.4, autonomy_support=0.6),
+        "strategy": CoachingStrategy.IMPLEMENTATION_INTENTIONS,
+        "mode": "coach",
+        "crisis": CrisisScreen(
+            category=CrisisCategory.NONE, confidence=0.9, matched=[], escalated=False
+        ),
+    }
+    base.update(kw)
+    return DecisionSheet(**base)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("Persona thinks you should run more. Try it twice this week, okay?", "agent name"),
+        ("Stability: avoid that. Run twice this week instead, it helps.", "agent label"),
+        ("Your follow_through is low, so run twice this week instead.", "field name"),
+        ('Here you go {"text": "run twice"} and more words here.', "JSON"),
+        ("Run twice this week [insert goal here] and tell me how it went.", "bracketed"),
+        ("Lauf diese Woche zweimal und erzähl mir dann, wie es war.", "wrong language"),
+    ],
+)
+def test_validator_catches_artefacts_and_language(text: str, problem: str) -> None:
+    problems = validate(text, _sheet())
+    assert any(problem in p for p in problems), problems
+
+
+def test_validator_catches_blocked_step_register_and_length() -> None:
+    blocked = BlockedStep(step="x", reason="y", markers=["all in"], step_id="all_savings")
+    assert any(
+        "blocked step" in p
+        for p in validate("Go all in, you can do it, honestly go.", _sheet(never_say=[blocked]))
+    )
+    de_sie = _sheet(language="de", formality="formal")
+    assert any(
+        "register" in p
+        for p in validate("Wann willst du diese Woche laufen gehen, und wie oft?", de_sie)
+    )
+    de_du = _sheet(language="de", formality="informal")
+    assert any(
+        "register" in p
+        for p in validate("Wann wollen Sie diese Woche laufen gehen, und wie oft?", de_du)
+    )
+    assert any("too long" in p for p in validate("run " * 200, _sheet()))
+    assert validate("When could you run twice this week, and where would you go?", _sheet()) == []
+
+
+def test_render_skips_any_sentence_with_a_blocked_marker() -> None:
+    blocked = BlockedStep(step="x", reason="y", markers=["tuesday", "when and where"], step_id="z")
+    sheet = _sheet(never_say=[blocked], message_topics=["fitness"])
+    text = render(sheet)
+    assert text
+    assert "Tuesday" not in text
+    assert "when and where" not in text
+    assert validate(text, sheet) == []
+
+
+def test_render_depends_on_the_sheet_alone_and_varies_by_seed() -> None:
+    a = render(_sheet(message_topics=["writing"], seed=1))
+    assert a == render(_sheet(message_topics=["writing"], seed=1))
+    variants = {render(_sheet(message_topics=["writing"], seed=s)) for s in range(10)}
+    assert len(variants) > 1
+    assert "150 words" in a  # a concrete writing step, not a generic template
+
+
+@pytest.mark.parametrize(
+    ("text", "severity"),
+    [("I want to kill myself.", {"critical", "high"}), ("I can't go on like this.", {"moderate"})],
+)
+def test_without_stability_synth_puts_its_own_screen_before_a_human(
+    text: str, severity: set[str]
+) -> None:
+    from services.synth.logic import review_without_stability
+
+    m = msg(text)
+    out = synthesize(m, {}, ["stability"])
+    review = review_without_stability(m, out, ["stability"])
+    assert review is not None
+    assert review.turn_id == m.turn_id and review.decision == "risk_screen"
+    assert review.severity in severity
+    # With Stability present it is Stability's decision (its router publishes it).
+    assert review_without_stability(m, out, []) is None
+    calm = msg("I went running today and it felt great.")
+    assert (
+        review_without_stability(calm, synthesize(calm, {}, ["stability"]), ["stability"]) is None
+    )
