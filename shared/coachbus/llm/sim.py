@@ -6,6 +6,13 @@ a caller: time to first token, tokens per second, a batching server's slowdown
 with concurrent requests, priority admission, and faults (HTTP errors, hangs,
 invalid or truncated JSON, endless whitespace). All behaviour comes from flags
 and is deterministic for a given ``--seed`` and request order.
+
+``--profile NAME`` replaces the flat latency flags with a hardware profile
+(``coachbus/llm/profiles/NAME.toml``, see :mod:`coachbus.llm.simprofile`): prefill
+speed for uncached prompt tokens with a block-granular LRU prefix cache, decode
+speed per sequence falling with the number of sequences decoding, and a KV-cache
+capacity beyond which requests wait. ``--time-scale`` runs the modelled clock
+faster (0.25 = four times faster) for short benchmarks; the stats say so.
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ import time
 import uuid
 from collections import Counter, deque
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from starlette.applications import Starlette
@@ -33,6 +40,8 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from coachbus.llm.schema import InstanceGenerator
+from coachbus.llm.simprofile import KVGate, PrefixCache, Profile, ProfileError, block_hashes
+from coachbus.llm.simprofile import load as load_profile
 
 DEFAULT_MODELS = ("Qwen/Qwen3-30B-A3B", "Qwen/Qwen3-235B-A22B")
 Fault = Literal["error", "timeout", "invalid_json", "truncate", "whitespace"]
@@ -62,8 +71,15 @@ class SimConfig:
     # Emulate llama.cpp's server: HTTP 500 on {"type": "json_schema"}.
     llamacpp_quirks: bool = False
     text_tokens: tuple[int, int] = (24, 90)
+    # A hardware profile replaces ttft_ms, tokens_per_s, batch_slowdown and
+    # max_num_seqs with its own model of the server (coachbus.llm.simprofile).
+    profile: Profile | None = None
+    # Every modelled duration is multiplied by this (profile or flat latency alike).
+    time_scale: float = 1.0
 
     def __post_init__(self) -> None:
+        if self.time_scale <= 0:
+            raise ValueError("time_scale must be > 0")
         rates = (
             self.error_rate,
             self.timeout_rate,
@@ -88,6 +104,16 @@ class SimStats:
     prompt_tokens: int = 0
     recent: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=200))
     admitted_order: deque[int | None] = field(default_factory=lambda: deque(maxlen=200))
+    # Prompt tokens served from the prefix cache vs computed (profile mode only).
+    prompt_tokens_cached: int = 0
+    prompt_tokens_computed: int = 0
+    # Requests that waited for KV-cache room or a sequence slot (profile mode).
+    queued: int = 0
+    kv_used: int = 0
+    max_kv_used: int = 0
+    # One record per finished request (profile mode): wall-clock epoch seconds of
+    # arrival, admission, first token and end, and its token counts.
+    timeline: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=4000))
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -102,6 +128,12 @@ class SimStats:
             "completion_tokens": self.completion_tokens,
             "recent": list(self.recent),
             "admitted_priorities": list(self.admitted_order),
+            "prompt_tokens_cached": self.prompt_tokens_cached,
+            "prompt_tokens_computed": self.prompt_tokens_computed,
+            "queued": self.queued,
+            "kv_used": self.kv_used,
+            "max_kv_used": self.max_kv_used,
+            "timeline": list(self.timeline),
         }
 
 
@@ -146,6 +178,19 @@ def sample_text(rng: random.Random, n_tokens: int) -> str:
 
 def count_pieces(text: str) -> int:
     return len(_PIECES.findall(text))
+
+
+def prompt_tokens_of(messages: Sequence[dict[str, Any]], salt: Any = None) -> list[str]:
+    """The prompt as the simulator's tokens, in ChatML framing (4 per message, 3 to
+    open the reply): what the prefix cache keys on. A ``cache_salt`` comes first, so
+    differently salted prompts never share blocks (as in vLLM)."""
+    tokens: list[str] = [f"<salt:{salt}>"] if salt else []
+    for m in messages:
+        tokens += ["<|im_start|>", str(m.get("role", "")), "\n"]
+        tokens += _PIECES.findall(str(m.get("content", "")))
+        tokens.append("<|im_end|>")
+    tokens += ["<|im_start|>", "assistant", "\n"]
+    return tokens
 
 
 class _Admission:
@@ -200,6 +245,12 @@ class _Plan:
     pieces: list[str]
     finish_reason: str
     prompt_tokens: int
+    # Block hashes of the prompt (profile mode: the prefix cache's keys).
+    hashes: list[bytes]
+    max_tokens: int
+    # The tail of the last user message: lets a reader of the timeline tell
+    # requests apart without the simulator knowing what they are.
+    marker: str
     fault: Fault | None
     # When the request arrived (perf_counter): the time to first token counts from
     # here, as a server's does, so the simulator's own parsing and planning are
@@ -214,6 +265,20 @@ class Simulator:
         self._fault_rng = random.Random(config.seed)
         self._admission = _Admission(config.max_num_seqs, self.stats)
         self._stop = asyncio.Event()
+        profile = config.profile
+        # Server state of the profile's model: it survives a stats reset, as a real
+        # server's caches do.
+        self._gate = KVGate(
+            profile.kv_capacity if profile else 0,
+            profile.scheduler.max_num_seqs if profile else 0,
+            bool(profile and profile.scheduler.policy == "priority"),
+        )
+        self._gate_waiters: dict[object, asyncio.Future[None]] = {}
+        self._cache = PrefixCache(profile.prefix_blocks if profile else 0)
+        self._prefill_free_at = 0.0
+        self._decoding = 0
+        # perf_counter -> wall clock, for the timeline.
+        self._epoch = time.time() - time.perf_counter()
 
     def reset(self) -> None:
         self.stats = SimStats()
@@ -332,10 +397,14 @@ class Simulator:
                 "type": "object",
                 "properties": {"answer": {"type": "string"}},
             }
+        output = self.config.profile.output if self.config.profile else None
         if schema is not None:
             text = json.dumps(InstanceGenerator(schema, rng).generate(), ensure_ascii=False)
             if fault == "invalid_json":
                 text = text[:-1] + ", }" if text.endswith("}") else text + "}"
+        elif output is not None and output.prose_share_of_max_tokens is not None:
+            low, high = output.prose_share_of_max_tokens
+            text = sample_text(rng, rng.randint(int(low * max_tokens), int(high * max_tokens)))
         else:
             text = sample_text(rng, rng.randint(*self.config.text_tokens))
         pieces = _PIECES.findall(text)
@@ -348,8 +417,14 @@ class Simulator:
         if len(pieces) > max_tokens:
             pieces, finish = pieces[:max_tokens], "length"
         thinking = (body.get("chat_template_kwargs") or {}).get("enable_thinking") is True
-        reasoning = _PIECES.findall(sample_text(rng, 12)) if thinking else []
-        prompt_tokens = sum(count_pieces(str(m.get("content", ""))) + 4 for m in messages) + 3
+        reasoning_tokens = 12
+        if output is not None and output.reasoning_tokens is not None:
+            reasoning_tokens = rng.randint(*output.reasoning_tokens)
+        reasoning = _PIECES.findall(sample_text(rng, reasoning_tokens)) if thinking else []
+        tokens = prompt_tokens_of(messages, body.get("cache_salt"))
+        profile = self.config.profile
+        block = profile.kv_cache.block_tokens if profile else 16
+        user_texts = [str(m.get("content", "")) for m in messages if m.get("role") == "user"]
         return _Plan(
             model=model,
             stream=bool(body.get("stream")),
@@ -357,13 +432,22 @@ class Simulator:
             reasoning=reasoning,
             pieces=pieces,
             finish_reason=finish,
-            prompt_tokens=prompt_tokens,
+            # The salt is not a prompt token; it only keys the cache.
+            prompt_tokens=len(tokens) - (1 if body.get("cache_salt") else 0),
+            hashes=block_hashes(tokens, block) if profile else [],
+            max_tokens=max_tokens,
+            marker=(user_texts[-1] if user_texts else "")[-160:],
             fault=fault,
             arrived=arrived,
         )
 
     async def _produce(self, plan: _Plan, priority: int) -> AsyncIterator[tuple[str, str]]:
         """("reasoning"|"content", piece) at the modelled pace, under admission."""
+        if self.config.profile is not None:
+            async for item in self._produce_profiled(plan, priority, self.config.profile):
+                yield item
+            return
+        scale = self.config.time_scale
         queued = await self._admission.acquire(priority)
         # Prefill starts on admission; a request admitted at once started on arrival.
         # The simulated latency is then the configured one: with several requests
@@ -375,7 +459,7 @@ class Simulator:
             if plan.fault == "timeout":
                 await self._sleep(self.config.hang_s)
                 return
-            ttft_s = self.config.ttft_ms / 1000 * self._slowdown()
+            ttft_s = self.config.ttft_ms / 1000 * self._slowdown() * scale
             await self._sleep(started + ttft_s - time.perf_counter())
             tps = self.config.tokens_per_s
             due = time.perf_counter()
@@ -383,7 +467,7 @@ class Simulator:
             for kind, items in (("reasoning", plan.reasoning), ("content", plan.pieces)):
                 for piece in items:
                     if tps > 0 and produced:
-                        due += self._slowdown() / tps
+                        due += self._slowdown() / tps * scale
                         await self._sleep(due - time.perf_counter())
                     produced += 1
                     yield kind, piece
@@ -391,6 +475,100 @@ class Simulator:
             self.stats.completion_tokens += len(plan.reasoning) + len(plan.pieces)
             self.stats.prompt_tokens += plan.prompt_tokens
             self._admission.release()
+
+    async def _admit_profiled(self, need: int, priority: int) -> bool:
+        """Wait for KV-cache room and a sequence slot; True if the request queued."""
+        ticket = object()
+        if self._gate.offer(need, priority, ticket):
+            return False
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._gate_waiters[ticket] = fut
+        self.stats.waiting += 1
+        self.stats.queued += 1
+        try:
+            await fut
+        except asyncio.CancelledError:
+            if self._gate.withdraw(ticket):
+                self.stats.waiting -= 1
+            else:  # admitted and cancelled at once: give the room back
+                self._release_profiled(need)
+            raise
+        finally:
+            self._gate_waiters.pop(ticket, None)
+        return True
+
+    def _release_profiled(self, need: int) -> None:
+        self.stats.kv_used = max(self.stats.kv_used - need, 0)
+        for ticket in self._gate.release(need):
+            fut = self._gate_waiters.get(ticket)
+            self.stats.waiting -= 1
+            if fut is not None and not fut.done():
+                fut.set_result(None)
+
+    async def _produce_profiled(
+        self, plan: _Plan, priority: int, profile: Profile
+    ) -> AsyncIterator[tuple[str, str]]:
+        """The profile's server: KV admission, one prefill lane with the prefix
+        cache, decode at the speed of the current batch (coachbus.llm.simprofile;
+        VirtualEngine is the same model on a virtual clock)."""
+        scale = self.config.time_scale
+        block = profile.kv_cache.block_tokens
+        completion = len(plan.reasoning) + len(plan.pieces)
+        need = profile.blocks(plan.prompt_tokens + completion) * block
+        queued = await self._admit_profiled(need, priority)
+        admitted = time.perf_counter() if queued else plan.arrived
+        self.stats.admitted_order.append(priority)
+        self.stats.active += 1
+        self.stats.max_active = max(self.stats.max_active, self.stats.active)
+        self.stats.kv_used += need
+        self.stats.max_kv_used = max(self.stats.max_kv_used, self.stats.kv_used)
+        record: dict[str, Any] = {
+            "arrived": plan.arrived + self._epoch,
+            "admitted": admitted + self._epoch,
+            "queued": queued,
+            "priority": priority,
+            "max_tokens": plan.max_tokens,
+            "prompt_tokens": plan.prompt_tokens,
+            "marker": plan.marker,
+        }
+        decoding = False
+        produced = 0
+        try:
+            if plan.fault == "timeout":
+                await self._sleep(self.config.hang_s)
+                return
+            # Prefills run one after another (one lane), each served from the
+            # prefix cache as far as its leading blocks were computed before.
+            cached = self._cache.serve(plan.hashes, plan.prompt_tokens, block)
+            record["cached_tokens"] = cached
+            self.stats.prompt_tokens_cached += cached
+            self.stats.prompt_tokens_computed += plan.prompt_tokens - cached
+            start = max(admitted, self._prefill_free_at)
+            end = start + profile.prefill_s(plan.prompt_tokens - cached, cached) * scale
+            self._prefill_free_at = end
+            await self._sleep(end - time.perf_counter())
+            record["first_token"] = time.perf_counter() + self._epoch
+            self._decoding += 1
+            decoding = True
+            due = time.perf_counter()
+            for kind, items in (("reasoning", plan.reasoning), ("content", plan.pieces)):
+                for piece in items:
+                    if produced:
+                        # The speed of every token is that of the batch decoding now.
+                        due += scale / profile.decode_tps(self._decoding)
+                        await self._sleep(due - time.perf_counter())
+                    produced += 1
+                    yield kind, piece
+        finally:
+            if decoding:
+                self._decoding -= 1
+            self.stats.active -= 1
+            self.stats.completion_tokens += completion
+            self.stats.prompt_tokens += plan.prompt_tokens
+            record["done"] = time.perf_counter() + self._epoch
+            record["completion_tokens"] = produced
+            self.stats.timeline.append(record)
+            self._release_profiled(need)
 
     def _usage(self, plan: _Plan) -> dict[str, int]:
         completion = len(plan.reasoning) + len(plan.pieces)
@@ -420,7 +598,8 @@ class Simulator:
         # one event per token), as a server does when tokens outpace the socket. A
         # write per token made the simulator a large user of the CPU it shares with
         # the stack under test.
-        instant = self.config.tokens_per_s <= 0
+        profile = self.config.profile
+        instant = (profile.decode.tokens_per_s if profile else self.config.tokens_per_s) <= 0
         held: list[bytes] = []
         async for kind, piece in self._produce(plan, priority):
             key = "reasoning_content" if kind == "reasoning" else "content"
@@ -489,6 +668,8 @@ def create_app(config: SimConfig | None = None) -> Starlette:
     return app
 
 
+# Test-only: the tests' copy is tests/shared/llm/simserver.py. This one stays until
+# tests/integration/test_minds.py imports that copy instead; then it goes.
 @contextlib.asynccontextmanager
 async def serve_in_background(config: SimConfig | None = None) -> AsyncIterator[str]:
     """Run the simulator in this event loop on a free port; yields its ``/v1`` base URL."""
@@ -549,6 +730,18 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--llamacpp-quirks", action="store_true", help="answer json_schema with HTTP 500"
     )
+    p.add_argument(
+        "--profile",
+        default=None,
+        help="hardware profile (a name of coachbus/llm/profiles or a .toml path); replaces "
+        "--ttft-ms, --tokens-per-s, --batch-slowdown and --max-num-seqs",
+    )
+    p.add_argument(
+        "--time-scale",
+        type=float,
+        default=d.time_scale,
+        help="multiply every modelled duration (0.25 = a clock four times faster)",
+    )
     return p
 
 
@@ -570,6 +763,8 @@ def config_from_args(argv: Sequence[str] | None = None) -> SimConfig:
         hang_s=a.hang_s,
         seed=a.seed,
         llamacpp_quirks=a.llamacpp_quirks,
+        profile=load_profile(a.profile) if a.profile else None,
+        time_scale=a.time_scale,
     )
 
 
@@ -578,10 +773,18 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         config = config_from_args(argv)
-    except ValueError as exc:
+    except (ValueError, ProfileError) as exc:
         print(f"llm-sim: {exc}")
         return 2
-    summary = {k: v for k, v in asdict(config).items() if k not in {"host", "port"}}
+    summary = {
+        k: getattr(config, k)
+        for k in SimConfig.__dataclass_fields__
+        if k not in {"host", "port", "profile"}
+    }
+    if config.profile is not None:
+        summary["profile"] = config.profile.name
+        for k in ("ttft_ms", "tokens_per_s", "batch_slowdown", "max_num_seqs"):
+            summary.pop(k)
     print(f"llm-sim on http://{config.host}:{config.port}/v1 {json.dumps(summary)}", flush=True)
     uvicorn.run(create_app(config), host=config.host, port=config.port, log_level="warning")
     return 0

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from coachbus.llm import LLMSettings
-from coachbus.llm.sim import SimConfig, serve_in_background
+from coachbus.llm.sim import SimConfig
+from tests.shared.llm.simserver import serve_in_background
 
 SMALL = "Qwen/Qwen3-30B-A3B"
 STRONG = "Qwen/Qwen3-235B-A22B"

@@ -1,0 +1,1 @@
+"""Hardware profiles of the LLM simulator (data only; see coachbus.llm.simprofile)."""

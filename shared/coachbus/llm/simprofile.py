@@ -1,0 +1,609 @@
+"""Hardware profiles of the LLM simulator and the serving model behind them.
+
+A profile (``coachbus/llm/profiles/<name>.toml``) describes one model on one set of
+GPUs the way a caller feels it: prefill speed for uncached prompt tokens (cached
+prefix tokens nearly free), decode speed per sequence as a function of how many
+sequences decode together, a KV-cache capacity beyond which requests wait (FIFO, or
+by priority when the server schedules by priority), and a prefix cache in the style
+of vLLM's automatic prefix caching (block-granular, LRU).
+
+Everything here is pure and clock-free: :class:`PrefixCache`, :class:`KVGate` and
+:class:`Profile`'s rate functions are used by the live simulator (``coachbus
+llm-sim --profile``) and by :class:`VirtualEngine`, the same scheduling on a virtual
+clock, which computes what a workload costs on a profile without sleeping (the
+seed design's check, the unit tests).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import itertools
+import math
+import tomllib
+from collections import OrderedDict, deque
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+PROFILES_DIR = Path(__file__).with_name("profiles")
+SEED_DESIGN_FILE = PROFILES_DIR / "seed_design.toml"
+
+
+class ProfileError(ValueError):
+    """A profile file that cannot be used, with the file and the reason."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Hardware(_Strict):
+    """What the figures describe; informational, shown in reports."""
+
+    model: str
+    gpus: str
+    quantization: str = ""
+    tensor_parallel: int = Field(default=1, ge=1)
+
+
+class Prefill(_Strict):
+    # 0 = instant.
+    tokens_per_s: float = Field(ge=0)
+    # Cached prefix tokens still pass through the scheduler but skip the compute.
+    cached_tokens_per_s: float = Field(default=0.0, ge=0)
+    # Fixed cost of a request before its first token (scheduling, the first
+    # forward step at a tiny prompt).
+    overhead_ms: float = Field(default=0.0, ge=0)
+
+
+class Decode(_Strict):
+    # One sequence decoding alone; 0 = instant.
+    tokens_per_s: float = Field(ge=0)
+    # Per-sequence speed relative to one sequence alone, at these batch sizes;
+    # interpolated in log2(batch). Past the last point the aggregate stays flat.
+    batch: list[int] = Field(default_factory=lambda: [1])
+    relative: list[float] = Field(default_factory=lambda: [1.0])
+
+    @model_validator(mode="after")
+    def _curve(self) -> Decode:
+        if len(self.batch) != len(self.relative) or not self.batch:
+            raise ValueError("decode.batch and decode.relative must have the same length (>= 1)")
+        if self.batch[0] != 1 or abs(self.relative[0] - 1.0) > 1e-9:
+            raise ValueError("the decode curve must start at batch 1 with relative 1.0")
+        if any(b2 <= b1 for b1, b2 in itertools.pairwise(self.batch)):
+            raise ValueError("decode.batch must be strictly increasing")
+        if any(r <= 0 or r > 1 for r in self.relative):
+            raise ValueError("decode.relative values must be in (0, 1]")
+        if any(r2 > r1 for r1, r2 in itertools.pairwise(self.relative)):
+            raise ValueError("decode.relative must not rise with the batch")
+        aggregate = [b * r for b, r in zip(self.batch, self.relative, strict=True)]
+        if any(a2 < a1 for a1, a2 in itertools.pairwise(aggregate)):
+            raise ValueError("aggregate decode speed (batch x relative) must not fall")
+        return self
+
+
+class KVCache(_Strict):
+    # 0 = unlimited.
+    capacity_tokens: int = Field(default=0, ge=0)
+    block_tokens: int = Field(default=16, ge=1)
+    # The prefix cache lives in the KV blocks no request holds; by default it may
+    # keep as many tokens as the whole cache (vLLM evicts cached blocks LRU when a
+    # running request needs them). 0 = no prefix caching.
+    prefix_cache_tokens: int | None = Field(default=None, ge=0)
+
+
+class Scheduler(_Strict):
+    # 0 = unlimited.
+    max_num_seqs: int = Field(default=0, ge=0)
+    # vLLM's --scheduling-policy: fcfs ignores a request's priority.
+    policy: Literal["fcfs", "priority"] = "fcfs"
+
+
+class Output(_Strict):
+    """How long unconstrained answers are, so a request costs what a real one does."""
+
+    # Prose (no response_format) takes this share of its max_tokens.
+    prose_share_of_max_tokens: tuple[float, float] | None = None
+    # Reasoning tokens of a request with thinking on.
+    reasoning_tokens: tuple[int, int] | None = None
+
+    @model_validator(mode="after")
+    def _ranges(self) -> Output:
+        share = self.prose_share_of_max_tokens
+        if share is not None and not 0 < share[0] <= share[1] <= 1:
+            raise ValueError("output.prose_share_of_max_tokens must be 0 < low <= high <= 1")
+        reasoning = self.reasoning_tokens
+        if reasoning is not None and not 0 <= reasoning[0] <= reasoning[1]:
+            raise ValueError("output.reasoning_tokens must be 0 <= low <= high")
+        return self
+
+
+class SeedHeadline(_Strict):
+    """The seed's measured full-synthesis time on this hardware (one user)."""
+
+    full_synthesis_s: float = Field(gt=0)
+    source: str
+
+
+class Profile(_Strict):
+    name: str
+    description: str = ""
+    hardware: Hardware | None = None
+    prefill: Prefill
+    decode: Decode
+    kv_cache: KVCache = KVCache()
+    scheduler: Scheduler = Scheduler()
+    output: Output = Output()
+    seed: SeedHeadline | None = None
+
+    # -------------------------------------------------------------- rates
+
+    def prefill_s(self, uncached: int, cached: int = 0) -> float:
+        """Seconds from admission to the first token for this prompt, alone."""
+        p = self.prefill
+        seconds = p.overhead_ms / 1000
+        if p.tokens_per_s > 0:
+            seconds += uncached / p.tokens_per_s
+        if p.cached_tokens_per_s > 0:
+            seconds += cached / p.cached_tokens_per_s
+        return seconds
+
+    def decode_tps(self, batch: int) -> float:
+        """Tokens per second of each of ``batch`` sequences decoding together
+        (``inf`` for an instant profile)."""
+        d = self.decode
+        if d.tokens_per_s <= 0:
+            return math.inf
+        return d.tokens_per_s * relative_speed(tuple(d.batch), tuple(d.relative), max(batch, 1))
+
+    @property
+    def kv_capacity(self) -> int:
+        return self.kv_cache.capacity_tokens
+
+    @property
+    def prefix_blocks(self) -> int | None:
+        """The prefix cache's size in blocks: None = unlimited (the KV cache is),
+        0 = no prefix caching."""
+        kv = self.kv_cache
+        if kv.prefix_cache_tokens is not None:
+            return self.blocks(kv.prefix_cache_tokens)
+        return self.blocks(kv.capacity_tokens) if kv.capacity_tokens else None
+
+    def blocks(self, tokens: int) -> int:
+        return -(-tokens // self.kv_cache.block_tokens)
+
+
+@cache
+def relative_speed(batch: tuple[int, ...], relative: tuple[float, ...], n: int) -> float:
+    if n <= batch[0]:
+        return relative[0]
+    if n >= batch[-1]:
+        # Past the measured points the GPU is saturated: the aggregate stays flat.
+        return relative[-1] * batch[-1] / n
+    x = math.log2(n)
+    for (b1, r1), (b2, r2) in itertools.pairwise(zip(batch, relative, strict=True)):
+        if b1 <= n <= b2:
+            t = (x - math.log2(b1)) / (math.log2(b2) - math.log2(b1))
+            return r1 + t * (r2 - r1)
+    raise AssertionError("unreachable")
+
+
+# ---------------------------------------------------------------------- loading
+
+
+def available() -> list[str]:
+    return sorted(p.stem for p in PROFILES_DIR.glob("*.toml") if p != SEED_DESIGN_FILE)
+
+
+def load_file(path: Path) -> Profile:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ProfileError(f"{path}: cannot read: {exc}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ProfileError(f"{path}: not TOML: {exc}") from exc
+    try:
+        return Profile.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '(file)'}: {err['msg']}"
+            for err in exc.errors()
+        )
+        raise ProfileError(f"{path}: invalid profile: {problems}") from exc
+
+
+def load(name_or_path: str) -> Profile:
+    """A profile by name (a file of ``coachbus/llm/profiles``) or by path."""
+    candidate = Path(name_or_path)
+    if candidate.suffix == ".toml" or candidate.exists():
+        return load_file(candidate)
+    path = PROFILES_DIR / f"{name_or_path}.toml"
+    if not path.exists():
+        raise ProfileError(
+            f"unknown profile {name_or_path!r}; known: {', '.join(available())} "
+            "(or give a path to a .toml file)"
+        )
+    return load_file(path)
+
+
+# ---------------------------------------------------------------------- prefix cache
+
+
+def block_hashes(tokens: Sequence[str], block_tokens: int) -> list[bytes]:
+    """One hash per full block, each chained to the one before (as vLLM's are), so
+    a block only matches behind the same whole prefix."""
+    out: list[bytes] = []
+    parent = b""
+    for start in range(0, len(tokens) - block_tokens + 1, block_tokens):
+        h = hashlib.blake2b(parent, digest_size=16)
+        h.update("\x1f".join(tokens[start : start + block_tokens]).encode())
+        parent = h.digest()
+        out.append(parent)
+    return out
+
+
+class PrefixCache:
+    """vLLM-style automatic prefix caching: full blocks keyed by their chained hash,
+    least recently used evicted first, ``capacity_blocks`` at most (0 = off,
+    None = unlimited)."""
+
+    def __init__(self, capacity_blocks: int | None) -> None:
+        self.capacity_blocks = capacity_blocks
+        self._blocks: OrderedDict[bytes, None] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._blocks)
+
+    def lookup(self, hashes: Sequence[bytes]) -> int:
+        """How many leading blocks are cached (touching them)."""
+        hit = 0
+        for h in hashes:
+            if h not in self._blocks:
+                break
+            self._blocks.move_to_end(h)
+            hit += 1
+        return hit
+
+    def insert(self, hashes: Iterable[bytes]) -> None:
+        if self.capacity_blocks == 0:
+            return
+        for h in hashes:
+            self._blocks[h] = None
+            self._blocks.move_to_end(h)
+        while self.capacity_blocks is not None and len(self._blocks) > self.capacity_blocks:
+            self._blocks.popitem(last=False)
+
+    def serve(self, hashes: Sequence[bytes], prompt_tokens: int, block_tokens: int) -> int:
+        """Prompt tokens served from the cache for this prompt; its blocks are cached
+        afterwards. The last prompt token is always computed (its logits start the
+        answer), so a prompt never hits completely."""
+        hit = self.lookup(hashes)
+        self.insert(hashes)
+        return min(hit * block_tokens, max(prompt_tokens - 1, 0))
+
+
+# ---------------------------------------------------------------------- admission
+
+
+@dataclass
+class Waiting:
+    key: tuple[int, int]
+    need: int  # KV tokens the request holds while it runs
+    ticket: object
+
+
+class KVGate:
+    """Admission by KV-cache capacity and sequence count. A request holds ``need``
+    tokens from admission to completion; waiting requests are admitted strictly in
+    order (FIFO, or by priority then arrival), so a large request at the head is not
+    overtaken by smaller ones (no starvation). Clock-free: callers admit and release."""
+
+    def __init__(self, capacity_tokens: int, max_num_seqs: int, by_priority: bool) -> None:
+        self.capacity = capacity_tokens
+        self.max_num_seqs = max_num_seqs
+        self.by_priority = by_priority
+        self.used = 0
+        self.running = 0
+        self._heap: list[tuple[tuple[int, int], int, Waiting]] = []
+        self._seq = itertools.count()
+
+    def fits(self, need: int) -> bool:
+        room = self.capacity <= 0 or self.used + need <= self.capacity or self.running == 0
+        seqs = self.max_num_seqs <= 0 or self.running < self.max_num_seqs
+        return room and seqs
+
+    @property
+    def waiting(self) -> int:
+        return len(self._heap)
+
+    def offer(self, need: int, priority: int, ticket: object) -> bool:
+        """True if admitted at once; otherwise queued (``ticket`` comes back from
+        :meth:`release` when its turn comes)."""
+        if not self._heap and self.fits(need):
+            self._take(need)
+            return True
+        seq = next(self._seq)
+        key = (priority if self.by_priority else 0, seq)
+        heapq.heappush(self._heap, (key, seq, Waiting(key, need, ticket)))
+        return False
+
+    def withdraw(self, ticket: object) -> bool:
+        """Drop a waiting request (its caller gave up); True if it was waiting."""
+        for i, (_, _, w) in enumerate(self._heap):
+            if w.ticket is ticket:
+                self._heap.pop(i)
+                heapq.heapify(self._heap)
+                return True
+        return False
+
+    def _take(self, need: int) -> None:
+        self.used += need
+        self.running += 1
+
+    def release(self, need: int) -> list[object]:
+        """Give back a finished request's tokens; the tickets admitted now, in order."""
+        self.used -= need
+        self.running -= 1
+        admitted: list[object] = []
+        while self._heap and self.fits(self._heap[0][2].need):
+            _, _, w = heapq.heappop(self._heap)
+            self._take(w.need)
+            admitted.append(w.ticket)
+        return admitted
+
+
+# ---------------------------------------------------------------------- virtual engine
+
+
+@dataclass
+class VRequest:
+    """One request to :class:`VirtualEngine`. ``tokens`` identify the prompt (for
+    the prefix cache); ``prompt_tokens`` defaults to their number."""
+
+    name: str
+    tokens: Sequence[str]
+    output_tokens: int
+    priority: int = 0
+    prompt_tokens: int = 0
+    on_done: Callable[[VRequest, float], None] | None = None
+    # Filled in by the engine.
+    arrived: float = math.nan
+    admitted: float = math.nan
+    first_token: float = math.nan
+    done: float = math.nan
+    cached_tokens: int = 0
+    queued: bool = False
+    _left: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not self.prompt_tokens:
+            self.prompt_tokens = len(self.tokens)
+
+
+@dataclass
+class VirtualEngine:
+    """The profile's serving model on a virtual clock: KV admission, one prefill
+    lane (prefills run one after another, each at the profile's prefill speed),
+    decode in a batch whose per-sequence speed follows the profile's curve.
+    Deterministic; nothing sleeps."""
+
+    profile: Profile
+    now: float = 0.0
+    cache: PrefixCache = field(init=False)
+    gate: KVGate = field(init=False)
+    done: list[VRequest] = field(default_factory=list)
+    _prefill: deque[VRequest] = field(default_factory=deque)
+    _prefill_end: float = math.inf
+    _decoding: list[VRequest] = field(default_factory=list)
+    _arrivals: list[tuple[float, int, VRequest]] = field(default_factory=list)
+    _seq: itertools.count[int] = field(default_factory=itertools.count)
+
+    def __post_init__(self) -> None:
+        p = self.profile
+        self.cache = PrefixCache(p.prefix_blocks)
+        self.gate = KVGate(
+            p.kv_capacity, p.scheduler.max_num_seqs, p.scheduler.policy == "priority"
+        )
+
+    def need(self, req: VRequest) -> int:
+        return self.profile.blocks(req.prompt_tokens + req.output_tokens) * (
+            self.profile.kv_cache.block_tokens
+        )
+
+    def submit(self, req: VRequest, at: float | None = None) -> None:
+        when = self.now if at is None else at
+        heapq.heappush(self._arrivals, (when, next(self._seq), req))
+
+    def _arrive(self, req: VRequest) -> None:
+        req.arrived = self.now
+        if self.gate.offer(self.need(req), req.priority, req):
+            self._admit(req)
+        else:
+            req.queued = True
+
+    def _admit(self, req: VRequest) -> None:
+        req.admitted = self.now
+        self._prefill.append(req)
+        if len(self._prefill) == 1:
+            self._start_prefill()
+
+    def _start_prefill(self) -> None:
+        head = self._prefill[0]
+        p = self.profile
+        hashes = block_hashes(head.tokens, p.kv_cache.block_tokens)
+        head.cached_tokens = self.cache.serve(hashes, head.prompt_tokens, p.kv_cache.block_tokens)
+        self._prefill_end = self.now + p.prefill_s(
+            head.prompt_tokens - head.cached_tokens, head.cached_tokens
+        )
+
+    def _rate(self) -> float:
+        return self.profile.decode_tps(len(self._decoding))
+
+    def run(self, until: float = math.inf) -> None:
+        """Advance until nothing is left to do (or ``until``)."""
+        while True:
+            rate = self._rate()
+            decode_end = math.inf
+            if self._decoding:
+                least = min(r._left for r in self._decoding)
+                decode_end = self.now + (0.0 if math.isinf(rate) else least / rate)
+            arrival = self._arrivals[0][0] if self._arrivals else math.inf
+            prefill_end = self._prefill_end if self._prefill else math.inf
+            nxt = min(arrival, prefill_end, decode_end)
+            if math.isinf(nxt) or nxt > until:
+                return
+            if self._decoding and not math.isinf(rate):
+                step = (nxt - self.now) * rate
+                for r in self._decoding:
+                    r._left -= step
+            self.now = nxt
+            if nxt == decode_end:
+                self._finish_decodes()
+            elif nxt == prefill_end:
+                self._finish_prefill()
+            else:
+                _, _, req = heapq.heappop(self._arrivals)
+                self._arrive(req)
+
+    def _finish_prefill(self) -> None:
+        req = self._prefill.popleft()
+        req.first_token = self.now
+        # The first token comes out of the prefill step; the rest are decoded.
+        req._left = max(req.output_tokens - 1, 0)
+        self._decoding.append(req)
+        if self._prefill:
+            self._start_prefill()
+
+    def _finish_decodes(self) -> None:
+        if math.isinf(self._rate()):
+            for r in self._decoding:
+                r._left = 0.0
+        finished = [r for r in self._decoding if r._left <= 1e-9]
+        self._decoding = [r for r in self._decoding if r._left > 1e-9]
+        for req in finished:
+            req.done = self.now
+            self.done.append(req)
+            for ticket in self.gate.release(self.need(req)):
+                assert isinstance(ticket, VRequest)
+                self._admit(ticket)
+            if req.on_done is not None:
+                req.on_done(req, self.now)
+
+
+# ---------------------------------------------------------------------- seed design
+
+
+class SeedCall(_Strict):
+    """One model call of the seed design: its prompt (a prefix shared with the
+    turn's other calls plus its own part) and its output."""
+
+    shared_prefix_tokens: int = Field(ge=0)
+    own_prompt_tokens: int = Field(ge=0)
+    output_tokens: int = Field(ge=1)
+
+
+class SeedDesign(_Strict):
+    """The seed's sequential-after-Shadow turn: Shadow, then the workers at once,
+    then Synth (see ``profiles/seed_design.toml``)."""
+
+    shadow: SeedCall
+    workers: list[SeedCall]
+    synth: SeedCall
+
+
+def load_seed_design(path: Path = SEED_DESIGN_FILE) -> SeedDesign:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        return SeedDesign.model_validate(data["design"])
+    except (OSError, tomllib.TOMLDecodeError, KeyError, ValidationError) as exc:
+        raise ProfileError(f"{path}: invalid seed design: {exc}") from exc
+
+
+def _prompt(call: SeedCall, user: int, turn: int, role: str) -> list[str]:
+    # Tokens that identify the prompt for the prefix cache: the shared part is the
+    # same for every call of one user's turn, the own part differs per call.
+    shared = [f"u{user}t{turn}s{i}" for i in range(call.shared_prefix_tokens)]
+    own = [f"u{user}t{turn}{role}{i}" for i in range(call.own_prompt_tokens)]
+    return shared + own
+
+
+@dataclass
+class SeedTurn:
+    user: int
+    started: float
+    shadow: VRequest | None = None
+    workers: list[VRequest] = field(default_factory=list)
+    synth: VRequest | None = None
+
+    @property
+    def full_s(self) -> float:
+        assert self.synth is not None
+        return self.synth.done - self.started
+
+    @property
+    def first_text_s(self) -> float:
+        """When the seed's synthesis text begins (it streams Synth's answer)."""
+        assert self.synth is not None
+        return self.synth.first_token - self.started
+
+
+def simulate_seed(
+    profile: Profile,
+    design: SeedDesign,
+    *,
+    users: int = 1,
+    turns: int = 1,
+    stagger_s: float = 0.0,
+) -> list[SeedTurn]:
+    """The seed's turns on ``profile`` (closed loop: each user starts its next turn
+    when the last one's synthesis is done; user ``i`` starts at ``i * stagger_s``)."""
+    engine = VirtualEngine(profile)
+    out: list[SeedTurn] = []
+
+    def start(user: int, turn: int, at: float) -> None:
+        st = SeedTurn(user=user, started=at)
+        out.append(st)
+
+        def after_synth(req: VRequest, now: float) -> None:
+            if turn + 1 < turns:
+                start(user, turn + 1, now)
+
+        def after_worker(req: VRequest, now: float) -> None:
+            if all(not math.isnan(w.done) for w in st.workers):
+                st.synth = VRequest(
+                    "synth",
+                    _prompt(design.synth, user, turn, "synth"),
+                    design.synth.output_tokens,
+                    on_done=after_synth,
+                )
+                engine.submit(st.synth, now)
+
+        def after_shadow(req: VRequest, now: float) -> None:
+            for i, call in enumerate(design.workers):
+                w = VRequest(
+                    f"worker{i}",
+                    _prompt(call, user, turn, f"w{i}"),
+                    call.output_tokens,
+                    on_done=after_worker,
+                )
+                st.workers.append(w)
+            for w in st.workers:
+                engine.submit(w, now)
+
+        st.shadow = VRequest(
+            "shadow",
+            _prompt(design.shadow, user, turn, "shadow"),
+            design.shadow.output_tokens,
+            on_done=after_shadow,
+        )
+        engine.submit(st.shadow, at)
+
+    for user in range(users):
+        start(user, 0, user * stagger_s)
+    engine.run()
+    return out
