@@ -7,7 +7,7 @@ message through the shared safety layer:
 * a crisis gets the safe reply with help resources immediately, and no coaching;
 * a message heading for a risky step gets acknowledgement and a safer first step;
 * otherwise: one specific acknowledgement (progress, setback, new or returning
-  goal, by topic) and one focused question chosen by the user's known pattern.
+  goal, by domain) and one focused question chosen by the user's known pattern.
 
 The fuller answer (pattern, plan, calibrated tone) comes from Synth afterwards, so
 this reply stays at two or three sentences.
@@ -30,13 +30,13 @@ from coachbus.text import (
     SETBACK_RX,
     Language,
     Register,
+    domain_label,
+    domains_of,
     extract_goals,
     find_markers,
     pick,
     seed_of,
     sentences,
-    topic_label,
-    topics_of,
 )
 from services.coach import phrases as P
 
@@ -109,14 +109,14 @@ def quick_reply(
             blocked_ids.append(h.spec.step_id)
     markers = [m for sid in blocked_ids if sid in CATALOGUE for m in CATALOGUE[sid].markers]
 
-    msg_topics = topics_of(msg.text)
+    msg_domains = domains_of(msg.text)
     goals = extract_goals(msg.text, lang)
 
     # 2. Heading for a risky step: acknowledge the drive, offer the safer first step.
     if hits:
         top = max(hits, key=lambda h: h.spec.priority)
-        topic = goals[0].topic if goals else (msg_topics[0] if msg_topics else top.spec.topic)
-        label = topic_label(topic)
+        domain = goals[0].domain if goals else (msg_domains[0] if msg_domains else top.spec.domain)
+        label = domain_label(domain)
         safer = top.spec.safer.get(lang, reg)
         text = " ".join(
             [
@@ -139,20 +139,20 @@ def quick_reply(
         grounded.append("blackboard")
         for g in board.goals:
             if (goals and g.goal_id == goals[0].goal_id) or (
-                not goals and g.topic is not None and g.topic in msg_topics
+                not goals and g.domain is not None and g.domain in msg_domains
             ):
                 known_goal = g
                 break
-    topic = (
-        goals[0].topic
+    domain = (
+        goals[0].domain
         if goals
-        else (msg_topics[0] if msg_topics else (known_goal.topic if known_goal else None))
+        else (msg_domains[0] if msg_domains else (known_goal.domain if known_goal else None))
     )
-    label = topic_label(topic)
+    label = domain_label(domain)
     setback = any(SETBACK_RX.search(s) for s in sentences(msg.text))
     progress = not setback and bool(PROGRESS_RX.search(msg.text))
 
-    if topic is None and not goals:
+    if domain is None and not goals:
         opener = pick(P.OPEN_GENERIC, seed).fill(lang, reg, label)
     elif setback and known_goal is not None and known_goal.setbacks >= 1:
         n = min(5, known_goal.setbacks + 1)
@@ -174,8 +174,8 @@ def quick_reply(
         question = P.QUESTION_BY_PATTERN[PatternClass.STEADY_PROGRESS][0]
     elif pattern is not None and pattern in P.QUESTION_BY_PATTERN:
         question = pick(P.QUESTION_BY_PATTERN[pattern], seed, 1)
-    elif topic in P.QUESTION_BY_TOPIC:
-        question = P.QUESTION_BY_TOPIC[topic]
+    elif domain in P.QUESTION_BY_DOMAIN:
+        question = P.QUESTION_BY_DOMAIN[domain]
     else:
         question = pick(P.QUESTION_GENERIC, seed, 2)
     text = f"{opener} {question.get(lang, reg)}"
@@ -184,7 +184,7 @@ def quick_reply(
         language=lang,
         crisis_mode=False,
         grounded_on=grounded,
-        confidence=0.65 if topic is not None else 0.45,
+        confidence=0.65 if domain is not None else 0.45,
         avoided_steps=blocked_ids,
     )
 

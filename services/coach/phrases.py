@@ -10,23 +10,23 @@ letter).
 from __future__ import annotations
 
 from coachbus import content as C
-from coachbus.content.phrases import NONE, TOPIC, keyed, phrase, variants
+from coachbus.content.phrases import DOMAIN, NONE, keyed, phrase, variants
 from coachbus.contracts.payloads import PatternClass
-from coachbus.text import TOPIC_ORDER, Phrase
+from coachbus.text import DOMAIN_ORDER, Phrase
 
 _DOC = C.read("services.coach.content", "phrases.toml")
 C.only(_DOC, _DOC.raw, ("open", "question", "risky", "post_crisis", "ordinal"), "")
 
-# The openers, and the placeholders Coach fills in each: the topic label's forms, and
+# The openers, and the placeholders Coach fills in each: the domain label's forms, and
 # the ordinal of the setback ({nth}) where a setback repeats.
 _OPEN = {
-    "progress": TOPIC,
-    "setback": TOPIC,
-    "setback_again": TOPIC | {"nth"},
-    "new_goal": TOPIC,
-    "repeated": TOPIC,
-    "neutral": TOPIC,
-    "generic": TOPIC,
+    "progress": DOMAIN,
+    "setback": DOMAIN,
+    "setback_again": DOMAIN | {"nth"},
+    "new_goal": DOMAIN,
+    "repeated": DOMAIN,
+    "neutral": DOMAIN,
+    "generic": DOMAIN,
 }
 _open = keyed(
     _DOC,
@@ -44,7 +44,7 @@ OPEN_NEUTRAL = _open["neutral"]
 OPEN_GENERIC = _open["generic"]
 
 _question = C.table(_DOC, _DOC.raw.get("question"), "question")
-C.only(_DOC, _question, ("pattern", "topic", "generic"), "question")
+C.only(_DOC, _question, ("pattern", "domain", "generic"), "question")
 QUESTION_BY_PATTERN: dict[PatternClass, tuple[Phrase, ...]] = {
     PatternClass(k): v
     for k, v in keyed(
@@ -56,14 +56,14 @@ QUESTION_BY_PATTERN: dict[PatternClass, tuple[Phrase, ...]] = {
     ).items()
 }
 # Domains without a question of their own get a generic one.
-QUESTION_BY_TOPIC: dict[str, Phrase] = keyed(
-    _DOC, _question.get("topic"), "question.topic", TOPIC_ORDER, phrase, every=False
+QUESTION_BY_DOMAIN: dict[str, Phrase] = keyed(
+    _DOC, _question.get("domain"), "question.domain", DOMAIN_ORDER, phrase, every=False
 )
 QUESTION_GENERIC = variants(_DOC, _question.get("generic"), "question.generic")
 
 _risky = C.table(_DOC, _DOC.raw.get("risky"), "risky")
 C.only(_DOC, _risky, ("open", "step"), "risky")
-RISKY_OPEN = variants(_DOC, _risky.get("open"), "risky.open", TOPIC)
+RISKY_OPEN = variants(_DOC, _risky.get("open"), "risky.open", DOMAIN)
 RISKY_STEP = phrase(_DOC, _risky.get("step"), "risky.step", {"safer"})
 POST_CRISIS = phrase(_DOC, _DOC.raw.get("post_crisis"), "post_crisis", NONE)
 

@@ -41,7 +41,7 @@ INSTRUCTIONS = (
     "system, agent or analysis.{avoid}\nA plain draft you may improve is in the data "
     "block about 'draft'."
 )
-# The draft echoes the person's words (their goal, their topic): it is data, fenced in
+# The draft echoes the person's words (their goal, its domain): it is data, fenced in
 # a user message (``messages``), never part of these system-role instructions.
 DRAFT = "draft"
 

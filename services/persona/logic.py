@@ -21,10 +21,10 @@ from coachbus.contracts.events import UserMessage
 from coachbus.contracts.payloads import PatternClass, PersonaPayload, Trait, TraitEstimate
 from coachbus.contracts.state import MAX_SESSIONS, Blackboard, PersonaProfile
 from coachbus.text import (
-    TOPIC_LABELS,
+    DOMAIN_LABELS,
     Language,
+    domains_of,
     extract_goals,
-    topics_of,
 )
 
 MAX_TRACKED_GOALS = 16
@@ -145,7 +145,7 @@ def follow_through(
 
 
 def _label(goal_id: str) -> str:
-    lab = TOPIC_LABELS.get(goal_id)
+    lab = DOMAIN_LABELS.get(goal_id)
     return lab.en if lab else goal_id.removeprefix("goal:").replace("-", " ")
 
 
@@ -172,8 +172,8 @@ def growth_opportunities(
         if goals:
             current = goals[0].goal_id
         else:
-            tops = topics_of(msg.text)
-            current = tops[0] if tops and tops[0] in p.goal_sessions else None
+            domains = domains_of(msg.text)
+            current = domains[0] if domains and domains[0] in p.goal_sessions else None
     if current is None and board is not None:
         current = board.last_focus_goal
 

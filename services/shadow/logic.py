@@ -25,33 +25,33 @@ from coachbus.contracts.payloads import (
     TurnSignal,
 )
 from coachbus.contracts.state import (
+    MAX_DOMAINS,
     MAX_GOALS,
     MAX_QUOTES,
     MAX_SESSIONS,
-    MAX_TOPICS,
     QUOTE_CHARS,
     Blackboard,
+    DomainRecord,
     GoalRecord,
     PatternRecord,
-    TopicRecord,
 )
 from coachbus.crisis import is_crisis, screen_crisis
 from coachbus.text import (
     WORRY_RX,
     Language,
     content_stems,
+    domains_of,
     extract_goals,
     jaccard,
     quote,
     sentences,
-    topics_of,
     word_count,
 )
 from services.shadow.cues import PATTERN_CUES, PROGRESS, SETBACK, TIME_SPENT
 
-# Per-turn decay of topic weight: "actual priorities" describe the recent weeks,
+# Per-turn decay of a domain's weight: "actual priorities" describe the recent weeks,
 # not everything the user ever said.
-TOPIC_DECAY = 0.93
+DOMAIN_DECAY = 0.93
 # Patterns fade from "primary" when not seen for a while (per turn).
 PATTERN_RECENCY = 0.9
 PRIMARY_MIN_CONFIDENCE = 0.3
@@ -117,7 +117,7 @@ def payload_from_board(b: Blackboard) -> ShadowPayload:
                 quote=g.quote,
                 sessions_mentioned=g.session_count,
                 first_seen_session=g.first_seen_session,
-                topic=g.topic,
+                domain=g.domain,
                 progress_reports=g.progress,
                 setback_reports=g.setbacks,
             )
@@ -132,7 +132,7 @@ def payload_from_board(b: Blackboard) -> ShadowPayload:
         confidence=primary_conf,
         focus_goal=b.last_focus_goal,
         signals=[TurnSignal(s) for s in b.last_signals],
-        message_topics=list(b.last_topics),
+        message_domains=list(b.last_domains),
     )
 
 
@@ -154,13 +154,13 @@ def _apply(b: Blackboard, msg: UserMessage) -> None:
     turn = b.turn_count
 
     sents = sentences(text)
-    msg_topics = _update_topics(b, sents, turn)
+    msg_domains = _update_domains(b, sents, turn)
     # A crisis message is not material for goals or pattern quotes: nothing from it
     # should ever be reflected back in a coaching reply.
     if is_crisis(screen_crisis(text)):
         b.last_focus_goal = None
         b.last_signals = [TurnSignal.NONE.value]
-        b.last_topics = msg_topics
+        b.last_domains = msg_domains
         return
     signals: list[TurnSignal] = []
     touched: list[str] = []
@@ -172,7 +172,7 @@ def _apply(b: Blackboard, msg: UserMessage) -> None:
         if g is None:
             g = GoalRecord(
                 goal_id=gm.goal_id,
-                topic=gm.topic,
+                domain=gm.domain,
                 text=gm.text,
                 quote=gm.quote,
                 first_seen_session=session,
@@ -250,31 +250,31 @@ def _apply(b: Blackboard, msg: UserMessage) -> None:
         _record_pattern(b, PatternClass.OVERCOMMITMENT, q, session, turn)
 
     _cap_goals(b)
-    b.last_focus_goal = _focus(b, touched, msg_topics)
+    b.last_focus_goal = _focus(b, touched, msg_domains)
     b.last_signals = [s.value for s in dict.fromkeys(signals)] or [TurnSignal.NONE.value]
-    b.last_topics = msg_topics
+    b.last_domains = msg_domains
 
 
-def _update_topics(b: Blackboard, sents: list[str], turn: int) -> list[str]:
-    for rec in b.topics.values():
-        rec.weight = round(rec.weight * TOPIC_DECAY, 4)
+def _update_domains(b: Blackboard, sents: list[str], turn: int) -> list[str]:
+    for rec in b.domains.values():
+        rec.weight = round(rec.weight * DOMAIN_DECAY, 4)
     mentioned: list[str] = []
     for sent in sents:
-        tops = topics_of(sent)
-        if not tops:
+        domains = domains_of(sent)
+        if not domains:
             continue
-        w = word_count(sent) * (2.0 if TIME_SPENT.search(sent) else 1.0) / len(tops)
-        for t in tops:
-            rec = b.topics.setdefault(t, TopicRecord(topic=t))
+        w = word_count(sent) * (2.0 if TIME_SPENT.search(sent) else 1.0) / len(domains)
+        for t in domains:
+            rec = b.domains.setdefault(t, DomainRecord(domain=t))
             rec.weight = round(rec.weight + w, 4)
             rec.last_quote = quote(sent, QUOTE_CHARS)
             rec.last_turn = turn
             if t not in mentioned:
                 rec.mentions += 1
                 mentioned.append(t)
-    if len(b.topics) > MAX_TOPICS:
-        keep = sorted(b.topics.values(), key=lambda r: r.weight, reverse=True)[:MAX_TOPICS]
-        b.topics = {r.topic: r for r in keep}
+    if len(b.domains) > MAX_DOMAINS:
+        keep = sorted(b.domains.values(), key=lambda r: r.weight, reverse=True)[:MAX_DOMAINS]
+        b.domains = {r.domain: r for r in keep}
     return mentioned
 
 
@@ -284,10 +284,10 @@ def _find_goal(
     for g in b.goals:
         if g.goal_id == goal_id:
             return g
-    # Un-topical goals are keyed by their first words; match rewordings by overlap.
+    # Goals without a domain are keyed by their first words; match rewordings by overlap.
     best: tuple[float, GoalRecord | None] = (0.0, None)
     for g in b.goals:
-        if g.topic is None:
+        if g.domain is None:
             sim = jaccard(stems, content_stems(g.text, lang))
             if sim > best[0]:
                 best = (sim, g)
@@ -297,18 +297,18 @@ def _find_goal(
 def _goals_for_sentence(
     b: Blackboard, sent: str, lang: Language, stated_ids: list[str]
 ) -> list[GoalRecord]:
-    tops = set(topics_of(sent))
-    hits = [g for g in b.goals if g.topic is not None and g.topic in tops]
+    domains = set(domains_of(sent))
+    hits = [g for g in b.goals if g.domain is not None and g.domain in domains]
     if not hits:
         stems = content_stems(sent, lang)
         hits = [
             g
             for g in b.goals
-            if g.topic is None and jaccard(stems, content_stems(g.text, lang)) >= 0.3
+            if g.domain is None and jaccard(stems, content_stems(g.text, lang)) >= 0.3
         ]
     if not hits and len(stated_ids) == 1:
         hits = [g for g in b.goals if g.goal_id == stated_ids[0]]
-    if not hits and b.last_focus_goal and word_count(sent) <= 12 and not tops:
+    if not hits and b.last_focus_goal and word_count(sent) <= 12 and not domains:
         # "Didn't do it again." right after talking about a goal refers to that goal.
         hits = [g for g in b.goals if g.goal_id == b.last_focus_goal]
     return hits
@@ -344,12 +344,12 @@ def _cap_goals(b: Blackboard) -> None:
     b.goals = [g for g in b.goals if g.goal_id in keep]
 
 
-def _focus(b: Blackboard, touched: list[str], msg_topics: list[str]) -> str | None:
+def _focus(b: Blackboard, touched: list[str], msg_domains: list[str]) -> str | None:
     if touched:
         return touched[0]
-    for t in msg_topics:
+    for t in msg_domains:
         for g in b.goals:
-            if g.topic == t:
+            if g.domain == t:
                 return g.goal_id
     return None
 
@@ -458,11 +458,11 @@ def predict_follow_through(g: GoalRecord, b: Blackboard) -> FollowThroughPredict
 
 
 def _priorities(b: Blackboard) -> list[ActualPriority]:
-    total = sum(r.weight for r in b.topics.values())
+    total = sum(r.weight for r in b.domains.values())
     if total <= 0:
         return []
-    ranked = sorted(b.topics.values(), key=lambda r: r.weight, reverse=True)[:MAX_PRIORITIES]
+    ranked = sorted(b.domains.values(), key=lambda r: r.weight, reverse=True)[:MAX_PRIORITIES]
     return [
-        ActualPriority(topic=r.topic, share=round(r.weight / total, 3), evidence=r.last_quote)
+        ActualPriority(domain=r.domain, share=round(r.weight / total, 3), evidence=r.last_quote)
         for r in ranked
     ]

@@ -68,11 +68,11 @@ from coachbus.text import (
     PROGRESS_RX,
     SETBACK_RX,
     Phrase,
+    domains_of,
     extract_goals,
     find_markers,
     seed_of,
     sentences,
-    topics_of,
 )
 from services.synth import render as _render
 
@@ -122,9 +122,9 @@ def _clashes(block: BlockedStep, target: str, message: str) -> bool:
     spec = CATALOGUE.get(block.step_id)
     if spec is not None and spec.heads_for(message):
         return True  # the user is heading for the blocked step right now
-    if block.topic is None:
+    if block.domain is None:
         return True  # e.g. medication: any push is weighed against it
-    return target in _RELATED.get(block.topic, frozenset({block.topic}))
+    return target in _RELATED.get(block.domain, frozenset({block.domain}))
 
 
 _R = TypeVar("_R", ShadowResult, PersonaResult, PlasticityResult, StabilityResult, CoachResult)
@@ -224,7 +224,7 @@ def _pick_quote(
     pattern: PatternClass,
     evidence: Sequence[str],
     message: str,
-    focus_topic: str | None,
+    focus_domain: str | None,
     markers: list[str],
 ) -> str | None:
     """An earlier statement of the user's showing the pattern, if one fits.
@@ -237,7 +237,7 @@ def _pick_quote(
     for q in reversed(evidence):
         if q in here or not _safe_quote(q, markers):
             continue
-        if pattern in _GOAL_BOUND and (focus_topic is None or focus_topic not in topics_of(q)):
+        if pattern in _GOAL_BOUND and (focus_domain is None or focus_domain not in domains_of(q)):
             continue
         return q
     return None
@@ -468,7 +468,7 @@ def build_sheet(
     markers = [m for b in never.values() for m in b.markers]
     if shadow is not None:
         sp = shadow.payload
-        topics = list(sp.message_topics)
+        domains = list(sp.message_domains)
         for s in (
             TurnSignal.SETBACK,
             TurnSignal.PROGRESS,
@@ -484,7 +484,7 @@ def build_sheet(
             follow_through, found = evidence_over_guess_follow_through(goal.goal_id, pred, persona)
             focus = SheetGoal(
                 goal_id=goal.goal_id,
-                topic=goal.topic,
+                domain=goal.domain,
                 text=goal.text,
                 follow_through=follow_through,
                 follow_through_source="shadow" if follow_through is not None else None,
@@ -496,10 +496,10 @@ def build_sheet(
         ev = _pattern_to_name(sp.patterns, sp.primary_pattern, signal, on_track)
         if ev is not None:
             pattern, pattern_occ = ev.pattern, ev.occurrences
-            focus_topic = focus.topic if focus is not None else (topics[0] if topics else None)
-            pattern_quote = _pick_quote(ev.pattern, ev.evidence, msg.text, focus_topic, markers)
+            focus_domain = focus.domain if focus is not None else (domains[0] if domains else None)
+            pattern_quote = _pick_quote(ev.pattern, ev.evidence, msg.text, focus_domain, markers)
     else:
-        topics = topics_of(msg.text)
+        domains = domains_of(msg.text)
         if any(SETBACK_RX.search(s) for s in sentences(msg.text)):
             signal = TurnSignal.SETBACK
         elif PROGRESS_RX.search(msg.text):
@@ -507,7 +507,7 @@ def build_sheet(
         goals = extract_goals(msg.text, language)
         if goals:
             signal = signal if signal is not TurnSignal.NONE else TurnSignal.NEW_GOAL
-            focus = SheetGoal(goal_id=goals[0].goal_id, topic=goals[0].topic, text=goals[0].text)
+            focus = SheetGoal(goal_id=goals[0].goal_id, domain=goals[0].domain, text=goals[0].text)
     # Persona's push for ambition, weighed against safety and evidence.
     stretch = False
     if persona is not None and persona.payload.stretch_goals:
@@ -548,7 +548,7 @@ def build_sheet(
         pattern=pattern if mode == "coach" else None,
         pattern_occurrences=pattern_occ,
         pattern_evidence=pattern_quote if mode == "coach" else None,
-        message_topics=topics,
+        message_domains=domains,
         stretch=stretch and mode == "coach" and not gentle,
         gentle=gentle,
         never_say=list(never.values()),

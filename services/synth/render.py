@@ -2,13 +2,13 @@
 
 The reply is assembled from parts in a fixed order — acknowledgement, safety
 redirect, pattern observation, calibrated follow-through note, one concrete step
-chosen by strategy and topic, an optional stretch, a closing question — and each
+chosen by strategy and domain, an optional stretch, a closing question — and each
 part is a hand-written sentence in English, German-du and German-Sie. Specificity
-comes from the sheet (topic, signal, pattern, the user's own short quote, the
+comes from the sheet (domain, signal, pattern, the user's own short quote, the
 safer alternative), not from pasting the user's message back.
 
 The sentences are data beside this module (services/synth/content/render.toml and
-topic_steps.toml), loaded once at import into Phrases and checked there: every
+domain_steps.toml), loaded once at import into Phrases and checked there: every
 group is present and each sentence uses only the placeholders filled for it
 (``Phrase.fill``, the same vocabulary as Coach's).
 
@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from coachbus import content as C
-from coachbus.content.phrases import NONE, TOPIC, keyed, phrase, variants
+from coachbus.content.phrases import DOMAIN, NONE, keyed, phrase, variants
 from coachbus.contracts.payloads import (
     CoachingStrategy,
     DecisionSheet,
@@ -30,16 +30,16 @@ from coachbus.contracts.payloads import (
     TurnSignal,
 )
 from coachbus.safety import CATALOGUE, check_in_reply, crisis_reply
-from coachbus.text import TOPIC_ORDER, Phrase, find_markers, pick, topic_label, word_count
+from coachbus.text import DOMAIN_ORDER, Phrase, domain_label, find_markers, pick, word_count
 
 S = CoachingStrategy
 _PKG = "services.synth.content"
 
-# --------------------------------------------------------------------------- per-topic content
+# --------------------------------------------------------------------------- per-domain content
 
 
 @dataclass(frozen=True, slots=True)
-class TopicSteps:
+class DomainSteps:
     # First-person plan sentences are the same for du and Sie, which is why the
     # German variants are written as the user's own words.
     if_then: Phrase
@@ -48,24 +48,24 @@ class TopicSteps:
     stretch: Phrase  # raising the bar when things go well
 
 
-def _topic_steps(doc: C.Doc, value: object, at: str) -> TopicSteps:
+def _domain_steps(doc: C.Doc, value: object, at: str) -> DomainSteps:
     fields = ("if_then", "anchor", "rough", "stretch")
     found = keyed(doc, value, at, fields, phrase)
-    return TopicSteps(*(found[f] for f in fields))
+    return DomainSteps(*(found[f] for f in fields))
 
 
-_STEPS_DOC = C.read(_PKG, "topic_steps.toml")
+_STEPS_DOC = C.read(_PKG, "domain_steps.toml")
 _domains = dict(_STEPS_DOC.raw)
-GENERIC_STEPS = _topic_steps(_STEPS_DOC, _domains.pop("generic", None), "generic")
+GENERIC_STEPS = _domain_steps(_STEPS_DOC, _domains.pop("generic", None), "generic")
 # Domains without steps of their own (none yet for music, mindfulness, substances)
 # get the generic ones.
-TOPIC_STEPS: dict[str, TopicSteps] = keyed(
-    _STEPS_DOC, _domains, "", TOPIC_ORDER, _topic_steps, every=False
+DOMAIN_STEPS: dict[str, DomainSteps] = keyed(
+    _STEPS_DOC, _domains, "", DOMAIN_ORDER, _domain_steps, every=False
 )
 
 
-def _steps(topic: str | None) -> TopicSteps:
-    return TOPIC_STEPS.get(topic or "", GENERIC_STEPS)
+def _steps(domain: str | None) -> DomainSteps:
+    return DOMAIN_STEPS.get(domain or "", GENERIC_STEPS)
 
 
 # --------------------------------------------------------------------------- sentence library
@@ -92,7 +92,7 @@ _ack = keyed(
     _acks,
     "ack",
     (s.value for s in TurnSignal),
-    lambda d, v, at: variants(d, v, at, TOPIC),
+    lambda d, v, at: variants(d, v, at, DOMAIN),
 )
 ACK: dict[TurnSignal, tuple[Phrase, ...]] = {s: _ack[s.value] for s in TurnSignal}
 
@@ -103,8 +103,8 @@ SAFETY_INTRO = _intro["venture"]
 # Health-related blocks (medication, injury, diet, sleep) need a different opening
 # than a risky venture: the drive to feel better is met with care, not strategy.
 SAFETY_INTRO_HEALTH = _intro["health"]
-SAFER = phrase(_DOC, _safety.get("safer"), "safety.safer", TOPIC | {"safer"})
-SAFER_MORE = phrase(_DOC, _safety.get("safer_more"), "safety.safer_more", TOPIC | {"safer"})
+SAFER = phrase(_DOC, _safety.get("safer"), "safety.safer", DOMAIN | {"safer"})
+SAFER_MORE = phrase(_DOC, _safety.get("safer_more"), "safety.safer_more", DOMAIN | {"safer"})
 # The closing question by the first blocked step, else the generic one.
 _questions = dict(C.table(_DOC, _safety.get("question"), "safety.question"))
 SAFETY_QUESTION = phrase(_DOC, _questions.pop("generic", None), "safety.question.generic")
@@ -118,10 +118,10 @@ CARE_OPEN, CARE_MIDDLE, CARE_QUESTION = _care["open"], _care["middle"], _care["q
 PATTERN: dict[PatternClass, Phrase] = {
     PatternClass(k): v
     for k, v in keyed(
-        _DOC, _group("pattern"), "pattern", _PATTERNS, lambda d, v, at: phrase(d, v, at, TOPIC)
+        _DOC, _group("pattern"), "pattern", _PATTERNS, lambda d, v, at: phrase(d, v, at, DOMAIN)
     ).items()
 }
-QUOTE_BACK = phrase(_DOC, _DOC.raw.get("quote_back"), "quote_back", TOPIC | {"quote"})
+QUOTE_BACK = phrase(_DOC, _DOC.raw.get("quote_back"), "quote_back", DOMAIN | {"quote"})
 
 _follow = keyed(_DOC, _group("follow_through"), "follow_through", ("low", "high"), phrase)
 FOLLOW_LOW, FOLLOW_HIGH = _follow["low"], _follow["high"]
@@ -133,10 +133,10 @@ STEP_INTRO: dict[CoachingStrategy, Phrase] = {
         _group("step"),
         "step",
         _STRATEGIES,
-        lambda d, v, at: phrase(d, v, at, TOPIC | {"step"}),
+        lambda d, v, at: phrase(d, v, at, DOMAIN | {"step"}),
     ).items()
 }
-STRETCH = phrase(_DOC, _DOC.raw.get("stretch"), "stretch", TOPIC | {"stretch"})
+STRETCH = phrase(_DOC, _DOC.raw.get("stretch"), "stretch", DOMAIN | {"stretch"})
 
 QUESTION: dict[CoachingStrategy, tuple[Phrase, ...]] = {
     S(k): v for k, v in keyed(_DOC, _group("question"), "question", _STRATEGIES, variants).items()
@@ -157,14 +157,14 @@ REFRAME.update(
 # --------------------------------------------------------------------------- assembly
 
 
-def _topic(sheet: DecisionSheet) -> str | None:
-    if sheet.focus_goal is not None and sheet.focus_goal.topic is not None:
-        return sheet.focus_goal.topic
-    return sheet.message_topics[0] if sheet.message_topics else None
+def _domain(sheet: DecisionSheet) -> str | None:
+    if sheet.focus_goal is not None and sheet.focus_goal.domain is not None:
+        return sheet.focus_goal.domain
+    return sheet.message_domains[0] if sheet.message_domains else None
 
 
-def _step(sheet: DecisionSheet, topic: str | None) -> Phrase:
-    steps = _steps(topic)
+def _step(sheet: DecisionSheet, domain: str | None) -> Phrase:
+    steps = _steps(domain)
     st = sheet.strategy
     if st is S.IMPLEMENTATION_INTENTIONS:
         return steps.if_then
@@ -184,8 +184,8 @@ class _Part:
 
 def parts(sheet: DecisionSheet) -> list[_Part]:
     """All candidate sentences for this sheet, in reading order."""
-    topic = _topic(sheet)
-    label = topic_label(topic)
+    domain = _domain(sheet)
+    label = domain_label(domain)
     seed = sheet.seed
     lang, reg = sheet.language, sheet.formality
     out: list[_Part] = []
@@ -193,7 +193,7 @@ def parts(sheet: DecisionSheet) -> list[_Part]:
     # Acknowledgement (on a risky turn the safety intro acknowledges instead).
     if sheet.mode == "safety":
         pass
-    elif topic is None:
+    elif domain is None:
         out.append(_Part("ack", pick(ACK_GENERIC, seed).get(lang, reg), True))
     else:
         out.append(_Part("ack", pick(ACK[sheet.signal], seed).fill(lang, reg, label), True))
@@ -232,12 +232,12 @@ def parts(sheet: DecisionSheet) -> list[_Part]:
     # The concrete step (not while the user is weighing a risky move: the safer path
     # above is the step then).
     if sheet.mode == "coach":
-        step = _step(sheet, topic)
+        step = _step(sheet, domain)
         out.append(
             _Part("step", STEP_INTRO[sheet.strategy].fill(lang, reg, label, step=step), True)
         )
         if sheet.stretch:
-            stretch = _steps(topic).stretch
+            stretch = _steps(domain).stretch
             out.append(_Part("stretch", STRETCH.fill(lang, reg, label, stretch=stretch), False))
 
     # Close with one question (autonomy-supportive), unless the step already asks one.

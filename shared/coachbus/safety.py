@@ -25,7 +25,7 @@ from coachbus import helplines
 from coachbus.content.phrases import phrase
 from coachbus.contracts.payloads import BlockedStep, CrisisCategory, Risk
 from coachbus.normalize import fold_pattern, normalize
-from coachbus.text import TOPIC_ORDER, Language, Phrase, Register
+from coachbus.text import DOMAIN_ORDER, Language, Phrase, Register
 
 # --------------------------------------------------------------------------- resources
 
@@ -167,7 +167,7 @@ class StepSpec:
     """A step the coach must never suggest, with everything needed to police it."""
 
     step_id: str
-    topic: str | None
+    domain: str | None
     step: str
     reason: str
     triggers: re.Pattern[str]
@@ -208,7 +208,7 @@ class StepSpec:
             reason=self.reason,
             markers=list(self.markers),
             step_id=self.step_id,
-            topic=self.topic,
+            domain=self.domain,
             safer_alternative=self.safer.en,
             confidence=round(confidence, 3),
         )
@@ -223,7 +223,7 @@ def _rx(p: str) -> re.Pattern[str]:
 # The catalogue is data: coachbus/content/risky_steps.toml (its header explains each
 # field), read and checked once at import.
 _STEP_KEYS = (
-    *("id", "topic", "step", "reason", "severity", "detectability", "reversibility"),
+    *("id", "domain", "step", "reason", "severity", "detectability", "reversibility"),
     *("needs_condition", "reveals", "approach", "triggers", "markers", "safer"),
 )
 
@@ -239,9 +239,9 @@ def _patterns(doc: C.Doc, value: object, at: str) -> re.Pattern[str]:
 def _step(doc: C.Doc, value: object, at: str, conditions: set[str]) -> StepSpec:
     raw = C.table(doc, value, at)
     C.only(doc, raw, _STEP_KEYS, at)
-    topic = raw.get("topic")
-    if topic is not None and topic not in TOPIC_ORDER:
-        raise doc.fail(f"{at}.topic", f"{topic!r} is not a life domain of topics.toml")
+    domain = raw.get("domain")
+    if domain is not None and domain not in DOMAIN_ORDER:
+        raise doc.fail(f"{at}.domain", f"{domain!r} is not a life domain of domains.toml")
     needs = raw.get("needs_condition", "")
     reveals = C.texts(doc, raw["reveals"], f"{at}.reveals") if "reveals" in raw else ()
     for name, where in ((needs, "needs_condition"), *((r, "reveals") for r in reveals)):
@@ -260,7 +260,7 @@ def _step(doc: C.Doc, value: object, at: str, conditions: set[str]) -> StepSpec:
     }
     return StepSpec(
         step_id=C.text(doc, raw.get("id"), f"{at}.id"),
-        topic=topic,
+        domain=domain,
         step=C.text(doc, raw.get("step"), f"{at}.step"),
         reason=C.text(doc, raw.get("reason"), f"{at}.reason"),
         triggers=_patterns(doc, raw.get("triggers"), f"{at}.triggers"),

@@ -5,7 +5,7 @@ text: regexes are compiled once at import time, and no function builds anything
 quadratic in the number of words. English and German are supported.
 
 The word lists are data, read once at import from ``coachbus/content/``:
-``stop_words.toml`` (language detection, content stems), ``topics.toml`` (life
+``stop_words.toml`` (language detection, content stems), ``domains.toml`` (life
 domains: their cues and how a reply names them), ``goals.toml`` (how a goal is
 stated) and ``cues.toml`` (setback, progress and worry). This module assembles
 them into regexes; the files hold no logic.
@@ -176,11 +176,11 @@ def jaccard(a: Iterable[str], b: Iterable[str]) -> float:
     return len(sa & sb) / len(sa | sb)
 
 
-# --------------------------------------------------------------------------- topics
+# --------------------------------------------------------------------------- life domains
 
 
 @dataclass(frozen=True, slots=True)
-class TopicLabel:
+class DomainLabel:
     """How a reply names a domain, so it can say "your training" instead of pasting
     the user's sentence back. German needs the case forms spelled out."""
 
@@ -208,51 +208,51 @@ class TopicLabel:
 _LABEL_KEYS = ("en", "nom", "acc", "bei", "mit")
 
 
-def _label(doc: C.Doc, value: object, at: str) -> TopicLabel:
+def _label(doc: C.Doc, value: object, at: str) -> DomainLabel:
     raw = C.table(doc, value, at)
     C.only(doc, raw, _LABEL_KEYS, at)
-    return TopicLabel(*(C.text(doc, raw.get(k), C.join(at, k)) for k in _LABEL_KEYS))
+    return DomainLabel(*(C.text(doc, raw.get(k), C.join(at, k)) for k in _LABEL_KEYS))
 
 
-def _topics() -> tuple[tuple[str, ...], dict[str, str], dict[str, TopicLabel], TopicLabel]:
-    doc = C.read(_PKG, "topics.toml")
+def _domains() -> tuple[tuple[str, ...], dict[str, str], dict[str, DomainLabel], DomainLabel]:
+    doc = C.read(_PKG, "domains.toml")
     C.only(doc, doc.raw, ("generic", "domain"), "")
     generic = C.table(doc, doc.raw.get("generic"), "generic")
     C.only(doc, generic, ("label",), "generic")
     order: list[str] = []
     patterns: dict[str, str] = {}
-    labels: dict[str, TopicLabel] = {}
+    labels: dict[str, DomainLabel] = {}
     for i, raw in enumerate(C.array(doc, doc.raw.get("domain"), "domain")):
         at = f"domain[{i}]"
         C.only(doc, C.table(doc, raw, at), ("id", "cues", "label"), at)
-        topic = C.text(doc, raw.get("id"), f"{at}.id")
-        if topic in patterns:
-            raise doc.fail(f"{at}.id", f"{topic!r} is listed twice")
-        order.append(topic)
-        patterns[topic] = C.pattern(
+        domain = C.text(doc, raw.get("id"), f"{at}.id")
+        if domain in patterns:
+            raise doc.fail(f"{at}.id", f"{domain!r} is listed twice")
+        order.append(domain)
+        patterns[domain] = C.pattern(
             doc, "|".join(C.texts(doc, raw.get("cues"), f"{at}.cues")), f"{at}.cues", re.I
         )
-        labels[topic] = _label(doc, raw.get("label"), f"{at}.label")
+        labels[domain] = _label(doc, raw.get("label"), f"{at}.label")
     return tuple(order), patterns, labels, _label(doc, generic.get("label"), "generic.label")
 
 
-# Life domains we can recognise, in priority order (the order of topics.toml): when a
+# Life domains we can recognise, in priority order (the order of domains.toml): when a
 # sentence touches several, the more specific domain names the goal ("quit my job for
 # my startup" is about the startup, not about the job).
-TOPIC_ORDER, _TOPIC_PATTERNS, TOPIC_LABELS, GENERIC_LABEL = _topics()
+DOMAIN_ORDER, _DOMAIN_PATTERNS, DOMAIN_LABELS, GENERIC_LABEL = _domains()
 
-TOPIC_REGEX: dict[str, re.Pattern[str]] = {
-    t: re.compile(rf"\b(?:{p})", re.I) for t, p in _TOPIC_PATTERNS.items()
+DOMAIN_REGEX: dict[str, re.Pattern[str]] = {
+    t: re.compile(rf"\b(?:{p})", re.I) for t, p in _DOMAIN_PATTERNS.items()
 }
 
 
-def topics_of(text: str) -> list[str]:
-    """Topics mentioned in the text, most specific first (TOPIC_ORDER)."""
-    return [t for t in TOPIC_ORDER if TOPIC_REGEX[t].search(text)]
+def domains_of(text: str) -> list[str]:
+    """Life domains mentioned in the text, most specific first (DOMAIN_ORDER)."""
+    return [t for t in DOMAIN_ORDER if DOMAIN_REGEX[t].search(text)]
 
 
-def topic_label(topic: str | None) -> TopicLabel:
-    return TOPIC_LABELS.get(topic or "", GENERIC_LABEL)
+def domain_label(domain: str | None) -> DomainLabel:
+    return DOMAIN_LABELS.get(domain or "", GENERIC_LABEL)
 
 
 # --------------------------------------------------------------------------- goals
@@ -285,7 +285,7 @@ _EN_GOAL, _DE_GOAL, _GOAL_TAIL, _NOT_A_GOAL, _MAX_GOAL_WORDS = _goals()
 @dataclass(frozen=True, slots=True)
 class GoalMention:
     goal_id: str
-    topic: str | None
+    domain: str | None
     text: str
     quote: str
     stems: tuple[str, ...]
@@ -305,9 +305,9 @@ def goal_key(text: str, language: Language = "en") -> tuple[str, str | None]:
     Keying by domain deliberately merges "run 3x a week" and "get back to running":
     the user's recurring intention is what matters across sessions, not the wording.
     """
-    tops = topics_of(text)
-    if tops:
-        return tops[0], tops[0]
+    domains = domains_of(text)
+    if domains:
+        return domains[0], domains[0]
     stems = content_stems(text, language)[:2]
     return ("goal:" + "-".join(stems)) if stems else "goal:misc", None
 
@@ -323,11 +323,11 @@ def extract_goals(text: str, language: Language = "en") -> list[GoalMention]:
                 continue
             g = _clean_goal(raw)
             stems = content_stems(g, language)
-            if len(stems) < 1 or (len(stems) < 2 and not topics_of(g)):
+            if len(stems) < 1 or (len(stems) < 2 and not domains_of(g)):
                 continue
-            gid, topic = goal_key(g, language)
+            gid, domain = goal_key(g, language)
             if gid not in found:
-                found[gid] = GoalMention(gid, topic, g, quote(sent), tuple(stems))
+                found[gid] = GoalMention(gid, domain, g, quote(sent), tuple(stems))
     return list(found.values())
 
 
@@ -388,8 +388,8 @@ def pick(options: Sequence[_T], seed: int, salt: int = 0) -> _T:
 
 
 # The one placeholder vocabulary of every sentence a reply is built from (Coach's,
-# Synth's, the catalogue's): the topic label's forms, and the slots a renderer fills.
-TOPIC_PLACEHOLDERS: frozenset[str] = frozenset(GENERIC_LABEL.forms())
+# Synth's, the catalogue's): the domain label's forms, and the slots a renderer fills.
+DOMAIN_PLACEHOLDERS: frozenset[str] = frozenset(GENERIC_LABEL.forms())
 SLOTS: dict[str, str] = {
     "safer": "a risky step's safer alternative, in the reply's language",
     "step": "the concrete step (an if-then plan, an anchor, a reframe)",
@@ -397,7 +397,7 @@ SLOTS: dict[str, str] = {
     "quote": "the user's own short words",
     "nth": "an ordinal: second, third (zweite, dritte)",
 }
-PLACEHOLDERS: frozenset[str] = TOPIC_PLACEHOLDERS | frozenset(SLOTS)
+PLACEHOLDERS: frozenset[str] = DOMAIN_PLACEHOLDERS | frozenset(SLOTS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -422,7 +422,7 @@ class Phrase:
         self,
         language: Language,
         register: Register = "formal",
-        label: TopicLabel | None = None,
+        label: DomainLabel | None = None,
         **slots: str | Phrase,
     ) -> str:
         """The sentence with its placeholders filled and its first letter capitalised.

@@ -16,17 +16,17 @@ import pytest
 
 from coachbus import content as C
 from coachbus import safety, text
-from coachbus.content.phrases import TOPIC, phrase, variants
+from coachbus.content.phrases import DOMAIN, phrase, variants
 from coachbus.text import (
+    DOMAIN_LABELS,
+    DOMAIN_ORDER,
     GENERIC_LABEL,
     PLACEHOLDERS,
     SLOTS,
-    TOPIC_LABELS,
-    TOPIC_ORDER,
+    DomainLabel,
     Language,
     Phrase,
     Register,
-    TopicLabel,
     detect_register,
 )
 from services.coach import phrases as coach_phrases
@@ -39,7 +39,7 @@ FORMS: list[tuple[Language, Register]] = [
 ]
 # Domains whose steps are the generic ones until someone writes theirs (adding steps
 # changes replies, so it is a content change of its own). Remove a domain from here
-# when topic_steps.toml gets its section.
+# when domain_steps.toml gets its section.
 GENERIC_STEPS_FOR = {"music", "mindfulness", "substances"}
 
 
@@ -85,7 +85,7 @@ def test_every_placeholder_resolves_in_every_language_and_register(where: str) -
     used = ph.placeholders()
     assert used <= PLACEHOLDERS, f"{where}: {sorted(used - PLACEHOLDERS)}"
     slots: dict[str, str | Phrase] = {s: f"<{s}>" for s in used & set(SLOTS)}
-    for label in (*TOPIC_LABELS.values(), GENERIC_LABEL):
+    for label in (*DOMAIN_LABELS.values(), GENERIC_LABEL):
         for lang, reg in FORMS:
             filled = ph.fill(lang, reg, label, **slots)
             assert filled.strip() and "{" not in filled and "}" not in filled, (where, lang, reg)
@@ -104,16 +104,16 @@ def test_every_phrase_has_english_du_and_sie(where: str) -> None:
 
 
 def test_every_life_domain_has_its_label_and_steps() -> None:
-    assert set(TOPIC_LABELS) == set(TOPIC_ORDER)
-    assert all(isinstance(lab, TopicLabel) for lab in TOPIC_LABELS.values())
-    assert set(render.TOPIC_STEPS) == set(TOPIC_ORDER) - GENERIC_STEPS_FOR
-    for label in (*TOPIC_LABELS.values(), GENERIC_LABEL):
+    assert set(DOMAIN_LABELS) == set(DOMAIN_ORDER)
+    assert all(isinstance(lab, DomainLabel) for lab in DOMAIN_LABELS.values())
+    assert set(render.DOMAIN_STEPS) == set(DOMAIN_ORDER) - GENERIC_STEPS_FOR
+    for label in (*DOMAIN_LABELS.values(), GENERIC_LABEL):
         assert all(label.forms().values())
     # Every domain's regex and its place in the priority order.
-    assert set(text.TOPIC_REGEX) == set(TOPIC_ORDER)
+    assert set(text.DOMAIN_REGEX) == set(DOMAIN_ORDER)
     # Coach's per-domain questions and the catalogue name only known domains.
-    assert set(coach_phrases.QUESTION_BY_TOPIC) <= set(TOPIC_ORDER)
-    assert {s.topic for s in safety.CATALOGUE.values()} - {None} <= set(TOPIC_ORDER)
+    assert set(coach_phrases.QUESTION_BY_DOMAIN) <= set(DOMAIN_ORDER)
+    assert {s.domain for s in safety.CATALOGUE.values()} - {None} <= set(DOMAIN_ORDER)
 
 
 @pytest.mark.parametrize("step_id", sorted(safety.CATALOGUE))
@@ -128,13 +128,13 @@ def test_every_risky_step_has_markers_and_a_safer_phrase(step_id: str) -> None:
 
 
 def test_one_placeholder_vocabulary() -> None:
-    # The slots a renderer fills and the topic label's forms make up the vocabulary;
+    # The slots a renderer fills and the domain label's forms make up the vocabulary;
     # the same Phrase.fill serves Coach and Synth.
-    assert set(TOPIC) == set(GENERIC_LABEL.forms())
-    assert set(SLOTS) | TOPIC == PLACEHOLDERS
+    assert set(DOMAIN) == set(GENERIC_LABEL.forms())
+    assert set(SLOTS) | DOMAIN == PLACEHOLDERS
     ph = Phrase("the {nth} time, {en}", "das {nth} Mal {de_bei}", "das {nth} Mal {de_bei}")
     nth = Phrase("second", "zweite", "zweite")
-    label = TOPIC_LABELS["fitness"]
+    label = DOMAIN_LABELS["fitness"]
     assert ph.fill("en", "informal", label, nth=nth) == "The second time, training"
     assert ph.fill("de", "formal", label, nth=nth) == "Das zweite Mal beim Training"
     with pytest.raises(KeyError):
@@ -164,7 +164,7 @@ def _doc(raw: dict[str, object]) -> C.Doc:
 def test_a_mistake_names_the_file_and_the_place(raw: dict[str, object], message: str) -> None:
     doc = _doc({"g": [{"en": "ok", "de": "ok"}, raw]})
     with pytest.raises(C.ContentError, match=re.escape(message)):
-        variants(doc, doc.raw["g"], "g", TOPIC)
+        variants(doc, doc.raw["g"], "g", DOMAIN)
 
 
 def test_a_phrase_reads_the_shared_german_form_for_both_registers() -> None:
@@ -202,9 +202,9 @@ def test_a_broken_catalogue_names_the_step(monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def test_a_domain_without_a_label_form_names_its_place(monkeypatch: pytest.MonkeyPatch) -> None:
-    _broken(monkeypatch, "topics.toml", lambda raw: raw["domain"][5]["label"].pop("bei"))
-    with pytest.raises(C.ContentError, match=r"topics.toml: domain\[5\].label.bei: must be"):
-        text._topics()
+    _broken(monkeypatch, "domains.toml", lambda raw: raw["domain"][5]["label"].pop("bei"))
+    with pytest.raises(C.ContentError, match=r"domains.toml: domain\[5\].label.bei: must be"):
+        text._domains()
 
 
 def test_synth_will_not_start_with_a_missing_sentence(monkeypatch: pytest.MonkeyPatch) -> None:

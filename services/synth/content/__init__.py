@@ -1,2 +1,2 @@
-"""Synth's sentences (render.toml) and per-domain steps (topic_steps.toml), read by
+"""Synth's sentences (render.toml) and per-domain steps (domain_steps.toml), read by
 services.synth.render."""

@@ -1,5 +1,5 @@
 """Content shipped as data (crisis rules, help lines per locale, abbreviations, the
-sentences replies are built from, topic labels, cue lists, the risky-step catalogue),
+sentences replies are built from, domain labels, cue lists, the risky-step catalogue),
 read with importlib.resources; operators may point settings at their own copies.
 
 This module is the one reader for the TOML files whose loaders live next to the code
@@ -40,7 +40,7 @@ class Doc:
 
 
 def read(package: str, name: str) -> Doc:
-    """Parse ``name`` inside ``package`` (e.g. ``coachbus.content``, ``topics.toml``)."""
+    """Parse ``name`` inside ``package`` (e.g. ``coachbus.content``, ``domains.toml``)."""
     source = f"{package}/{name}"
     try:
         text = resources.files(package).joinpath(name).read_text("utf-8")

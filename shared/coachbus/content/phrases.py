@@ -19,10 +19,10 @@ from collections.abc import Callable, Iterable
 from typing import TypeVar
 
 from coachbus import content as C
-from coachbus.text import PLACEHOLDERS, TOPIC_PLACEHOLDERS, Phrase
+from coachbus.text import DOMAIN_PLACEHOLDERS, PLACEHOLDERS, Phrase
 
 # The label's forms: {en}, {de_nom} … {De_mit}.
-TOPIC = TOPIC_PLACEHOLDERS
+DOMAIN = DOMAIN_PLACEHOLDERS
 NONE: frozenset[str] = frozenset()
 
 _T = TypeVar("_T")

@@ -6,8 +6,9 @@ fields freely, but renaming or removing one is a new ``schema_version``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import StrEnum
-from typing import Any, Final, Literal
+from typing import Any, ClassVar, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 
@@ -26,8 +27,33 @@ Tier = Literal["deterministic", "small", "strong", "human"]
 TIER_RANK: Final[dict[Tier, int]] = {"deterministic": 0, "small": 1, "strong": 2, "human": 3}
 
 
+def renamed_fields(data: Any, renamed: Mapping[str, str]) -> Any:
+    """``data`` with each old field name (a key of ``renamed``) read as its new name.
+
+    A record written before a rename (stored state, a message still in flight) keeps
+    loading. A record that carries both names is left alone, so extra="forbid"
+    refuses it instead of silently picking one."""
+    if not isinstance(data, dict) or not renamed.keys() & data.keys():
+        return data
+    return {
+        (renamed[k] if k in renamed and renamed[k] not in data else k): v for k, v in data.items()
+    }
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=False)
+    # Old field name -> new name, accepted on read (see ``renamed_fields``).
+    RENAMED: ClassVar[Mapping[str, str]] = {}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read_renamed(cls, data: Any) -> Any:
+        return renamed_fields(data, cls.RENAMED)
+
+
+# A life domain (work, fitness, money…) used to be called a "topic", which read like a
+# Kafka topic: records written before the rename still load under the old names.
+_TOPIC_IS_DOMAIN: Final[Mapping[str, str]] = {"topic": "domain"}
 
 
 # --------------------------------------------------------------------------- Shadow
@@ -54,15 +80,17 @@ class StatedGoal(_Model):
     first_seen_session: str
     # The life domain (fitness, writing, business…) the goal belongs to, if recognised:
     # lets other agents talk about the goal without pasting the user's sentence back.
-    topic: str | None = None
+    domain: str | None = None
     progress_reports: int = Field(default=0, ge=0)
     setback_reports: int = Field(default=0, ge=0)
+    RENAMED = _TOPIC_IS_DOMAIN
 
 
 class ActualPriority(_Model):
-    topic: str
-    share: Score01 = Field(ge=0, le=1, description="share of the user's words on this topic")
+    domain: str = Field(description="the life domain")
+    share: Score01 = Field(ge=0, le=1, description="share of the user's words on this domain")
     evidence: str
+    RENAMED = _TOPIC_IS_DOMAIN
 
 
 class FollowThroughPrediction(_Model):
@@ -106,7 +134,10 @@ class ShadowPayload(_Model):
     confidence: Score01 = Field(default=0.0, ge=0, le=1)
     focus_goal: str | None = Field(default=None, description="goal id the last message was about")
     signals: list[TurnSignal] = Field(default_factory=list)
-    message_topics: list[str] = Field(default_factory=list)
+    message_domains: list[str] = Field(
+        default_factory=list, description="life domains the last message touched"
+    )
+    RENAMED = {"message_topics": "message_domains"}
 
 
 # --------------------------------------------------------------------------- Persona
@@ -234,11 +265,12 @@ class BlockedStep(_Model):
     # Lower-case phrases whose presence in a reply means the step slipped through.
     markers: list[str]
     step_id: str = Field(default="", description="catalogue key, stable across turns")
-    topic: str | None = None
+    domain: str | None = Field(default=None, description="the life domain of the step")
     # What to offer instead, in plain English words; renderers use the catalogue's
     # localised version via step_id.
     safer_alternative: str = ""
     confidence: Score01 = Field(default=1.0, ge=0, le=1)
+    RENAMED = _TOPIC_IS_DOMAIN
 
 
 class CrisisScreen(_Model):
@@ -295,12 +327,13 @@ class SheetTone(_Model):
 
 class SheetGoal(_Model):
     goal_id: str
-    topic: str | None
+    domain: str | None = Field(description="the goal's life domain, if recognised")
     text: str = Field(description="the goal in the user's words, short")
     follow_through: int | None = Field(default=None, ge=0, le=100)
     follow_through_source: Literal["shadow", "persona"] | None = None
     sessions: int = Field(default=1, ge=1)
     avoided: bool = False
+    RENAMED = _TOPIC_IS_DOMAIN
 
 
 class Conflict(_Model):
@@ -340,7 +373,7 @@ class DecisionSheet(_Model):
     pattern: PatternClass | None = None
     pattern_occurrences: int = Field(default=0, ge=0)
     pattern_evidence: str | None = Field(default=None, description="a short quote of the user's")
-    message_topics: list[str] = Field(default_factory=list)
+    message_domains: list[str] = Field(default_factory=list)
     stretch: bool = Field(default=False, description="an ambition push survived the policy")
     gentle: bool = Field(default=False, description="soon after a crisis: no hard truths")
     never_say: list[BlockedStep] = Field(default_factory=list)
@@ -348,3 +381,4 @@ class DecisionSheet(_Model):
     missing: list[str] = Field(default_factory=list)
     seed: int = Field(default=0, ge=0, description="picks phrasing variants, from the turn id")
     confidence: Score01 = Field(default=0.5, ge=0, le=1)
+    RENAMED = {"message_topics": "message_domains"}

@@ -10,19 +10,20 @@ with the length of a user's history.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from coachbus.contracts.events import utcnow
-from coachbus.contracts.payloads import CrisisCategory, PatternClass, Register
+from coachbus.contracts.payloads import CrisisCategory, PatternClass, Register, renamed_fields
 
 APPLIED_TURNS_KEPT = 64
 
 # Caps that keep a rewritten-every-turn record small (a few KB at most).
 MAX_GOALS = 10
-MAX_TOPICS = 12
+MAX_DOMAINS = 12
 MAX_QUOTES = 3
 MAX_SESSIONS = 24
 MAX_CRISIS_EVENTS = 8
@@ -60,14 +61,28 @@ class StateRecord(BaseModel):
 
 class _Part(BaseModel):
     model_config = ConfigDict(extra="forbid")
+    # Old field name -> new name, accepted on read (see ``renamed_fields``).
+    RENAMED: ClassVar[Mapping[str, str]] = {}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read_renamed(cls, data: Any) -> Any:
+        return renamed_fields(data, cls.RENAMED)
 
 
 # --------------------------------------------------------------------------- Shadow
 
 
+# Blackboard v2 calls a life domain a domain (v1: "topic", which read like a Kafka
+# topic): GoalRecord.domain, DomainRecord.domain, Blackboard.domains, last_domains.
+# A v1 board loads with its old names and is upgraded on read (written back as v2).
+BLACKBOARD_VERSION: Literal[2] = 2
+_TOPIC_IS_DOMAIN: Mapping[str, str] = {"topic": "domain"}
+
+
 class GoalRecord(_Part):
     goal_id: str
-    topic: str | None = None
+    domain: str | None = None
     text: str
     quote: str
     first_seen_session: str
@@ -82,16 +97,18 @@ class GoalRecord(_Part):
     progress_turns: list[int] = Field(default_factory=list)
     last_turn: int = Field(default=0, ge=0)
     evidence: list[str] = Field(default_factory=list)
+    RENAMED = _TOPIC_IS_DOMAIN
 
 
-class TopicRecord(_Part):
-    topic: str
+class DomainRecord(_Part):
+    domain: str
     # Exponentially decayed word count: what the user spends words (and reported
     # time) on lately, not over their whole history.
     weight: float = Field(default=0.0, ge=0)
     mentions: int = Field(default=0, ge=0)
     last_quote: str = ""
     last_turn: int = Field(default=0, ge=0)
+    RENAMED = _TOPIC_IS_DOMAIN
 
 
 class PatternRecord(_Part):
@@ -106,8 +123,10 @@ class PatternRecord(_Part):
 class Blackboard(StateRecord):
     """Shadow's cross-session picture of a user (topic ``blackboard``)."""
 
+    schema_version: Literal[2] = BLACKBOARD_VERSION
     goals: list[GoalRecord] = Field(default_factory=list)
-    topics: dict[str, TopicRecord] = Field(default_factory=dict)
+    # Life domain -> what the user spends words on there (capped at MAX_DOMAINS).
+    domains: dict[str, DomainRecord] = Field(default_factory=dict)
     patterns: dict[PatternClass, PatternRecord] = Field(default_factory=dict)
     sessions: list[str] = Field(default_factory=list)
     session_count: int = Field(default=0, ge=0)
@@ -125,7 +144,15 @@ class Blackboard(StateRecord):
     # the board alone (idempotent redelivery).
     last_focus_goal: str | None = None
     last_signals: list[str] = Field(default_factory=list)
-    last_topics: list[str] = Field(default_factory=list)
+    last_domains: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _v1_upgrade(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("schema_version", 1) == 1:
+            data = renamed_fields(data, {"topics": "domains", "last_topics": "last_domains"})
+            data = {**data, "schema_version": BLACKBOARD_VERSION}
+        return data
 
 
 # --------------------------------------------------------------------------- Persona

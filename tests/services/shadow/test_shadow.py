@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from coachbus.contracts.payloads import PatternClass, TurnSignal
-from coachbus.contracts.state import MAX_GOALS, MAX_QUOTES, MAX_TOPICS, Blackboard
+from coachbus.contracts.state import MAX_DOMAINS, MAX_GOALS, MAX_QUOTES, Blackboard
 from services.shadow.logic import observe
 from tests.fixtures.agents import msg
 
@@ -95,7 +95,7 @@ def test_actual_priorities_follow_words_and_time() -> None:
     )
     _, payload = observe(board, msg("Yes.", turn="t9"))
     top = payload.actual_priorities[0]
-    assert top.topic == "work"
+    assert top.domain == "work"
     assert top.share > 0.5
     assert "boss" in top.evidence
 
@@ -145,7 +145,7 @@ def test_crisis_message_yields_no_goals_or_quotes() -> None:
 
 
 def test_board_stays_bounded() -> None:
-    topics = [
+    wishes = [
         "run",
         "write a novel",
         "learn spanish",
@@ -163,7 +163,7 @@ def test_board_stays_bounded() -> None:
     ]
     board: Blackboard | None = None
     for i in range(120):
-        t = topics[i % len(topics)]
+        t = wishes[i % len(wishes)]
         board, _ = observe(
             board,
             msg(
@@ -174,7 +174,7 @@ def test_board_stays_bounded() -> None:
         )
     assert board is not None
     assert len(board.goals) <= MAX_GOALS
-    assert len(board.topics) <= MAX_TOPICS
+    assert len(board.domains) <= MAX_DOMAINS
     assert all(len(p.evidence) <= MAX_QUOTES for p in board.patterns.values())
     assert all(len(g.evidence) <= MAX_QUOTES for g in board.goals)
     assert len(board.model_dump_json()) < 40_000

@@ -165,7 +165,7 @@ def test_validator_catches_blocked_step_register_and_length() -> None:
 
 def test_render_skips_any_sentence_with_a_blocked_marker() -> None:
     blocked = BlockedStep(step="x", reason="y", markers=["tuesday", "when and where"], step_id="z")
-    sheet = _sheet(never_say=[blocked], message_topics=["fitness"])
+    sheet = _sheet(never_say=[blocked], message_domains=["fitness"])
     text = render(sheet)
     assert text
     assert "Tuesday" not in text
@@ -174,9 +174,9 @@ def test_render_skips_any_sentence_with_a_blocked_marker() -> None:
 
 
 def test_render_depends_on_the_sheet_alone_and_varies_by_seed() -> None:
-    a = render(_sheet(message_topics=["writing"], seed=1))
-    assert a == render(_sheet(message_topics=["writing"], seed=1))
-    variants = {render(_sheet(message_topics=["writing"], seed=s)) for s in range(10)}
+    a = render(_sheet(message_domains=["writing"], seed=1))
+    assert a == render(_sheet(message_domains=["writing"], seed=1))
+    variants = {render(_sheet(message_domains=["writing"], seed=s)) for s in range(10)}
     assert len(variants) > 1
     assert "150 words" in a  # a concrete writing step, not a generic template
 
