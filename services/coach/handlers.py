@@ -11,12 +11,12 @@ from coachbus.bus.service import AgentRuntime
 from coachbus.contracts import CoachResult, Reply, UserMessage, utcnow
 from coachbus.contracts.payloads import CoachPayload
 from coachbus.contracts.state import Blackboard, SafetyState
+from coachbus.delta import DeltaPublisher, StreamingLLM
 from coachbus.llm import LLMClient, LLMTier, Message, Router
 from coachbus.memory import MemoryRecord, context_for
 from coachbus.metrics import COACH_FIRST_REPLY
 from coachbus.topics import Topic
 from services.coach import logic, prompts
-from services.coach.stream import DeltaPublisher, StreamingLLM
 
 runtime = AgentRuntime("coach")
 router = KafkaRouter()

@@ -29,10 +29,16 @@ _replies: TypeAdapter[Reply] = TypeAdapter(Reply)
 _reviews: TypeAdapter[HumanReviewRequest] = TypeAdapter(HumanReviewRequest)
 _confirmations: TypeAdapter[EraseConfirmation] = TypeAdapter(EraseConfirmation)
 MAX_BYTES = 4 * 1024 * 1024
-# The reply kinds each topic may carry: ``replies`` (Synth's finals, the review
-# endpoint's human answers) and ``coach-replies`` (Coach's pieces).
+# ``replies`` carries a turn's streamed sentences (final_delta) beside its final:
+# several records a turn, so its re-read tail is this many times the review
+# topic's to reach as far back in turns (a human answer still closes its review).
+REPLIES_PER_TURN = 8
+_DELTA = b'"kind":"final_delta"'
+# The reply kinds each topic may carry: ``replies`` (Synth's finals and their
+# streamed sentences, the review endpoint's human answers) and ``coach-replies``
+# (Coach's pieces).
 _KINDS_FROM: dict[bool, frozenset[str]] = {
-    True: frozenset({"final", "human"}),
+    True: frozenset({"final", "final_delta", "human"}),
     False: frozenset({"coach", "coach_delta"}),
 }
 
@@ -66,6 +72,9 @@ class ReplyFeed:
         if self._confirmations_topic is not None:
             self._topics.append(self._confirmations_topic)
         self._review_lookback = review_lookback
+        # Per replies partition, where the live tail began: a final_delta before it
+        # was re-read with the lookback and is of no use to anyone any more.
+        self._live_from: dict[TopicPartition, int] = {}
         self._consumer: AIOKafkaConsumer | None = None
         self._pacer = kafka.pacer()
         self._task: asyncio.Task[None] | None = None
@@ -92,10 +101,13 @@ class ReplyFeed:
             end = await consumer.position(tp)
             if tp.topic == self._confirmations_topic:
                 consumer.seek(tp, 0)  # one record per owner per erase: all of them
-            elif tp.topic in (self._review_topic, self._replies_topic):
+            elif tp.topic == self._review_topic:
                 # Open reviews (and the human answers that closed them) outlive a
                 # restart: re-read a recent tail of both topics.
                 consumer.seek(tp, max(0, end - self._review_lookback))
+            elif tp.topic == self._replies_topic:
+                self._live_from[tp] = end
+                consumer.seek(tp, max(0, end - self._review_lookback * REPLIES_PER_TURN))
         self._store.on_sent = self._pace
         self._task = asyncio.create_task(self._run(consumer), name="gateway-feed")
 
@@ -122,6 +134,14 @@ class ReplyFeed:
                     if tp.topic == self._confirmations_topic:
                         self._confirm(record.value)
                         continue
+                    live_from = self._live_from.get(tp)
+                    if (
+                        live_from is not None
+                        and record.offset < live_from
+                        and record.value is not None
+                        and _DELTA in record.value
+                    ):
+                        continue  # a streamed sentence of a turn long answered
                     if erasures is not None and erasures.drops(record.key, record.value):
                         continue  # a turn begun before its user's erase
                     try:

@@ -8,6 +8,7 @@ in the request are the client's transcript, not our state.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import time
@@ -18,7 +19,7 @@ from fastapi import APIRouter, Header, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from coachbus.contracts import EraseRequest, UserMessage
+from coachbus.contracts import EraseRequest, Reply, UserMessage
 from coachbus.contracts.events import language_and_address
 from coachbus.settings import CoachbusSettings
 from services.gateway.auth import KeyRing, Principal, RateLimits, StreamSlots
@@ -233,16 +234,33 @@ def create_openai_router(
                     slots.release(user_id)
 
         async def _chunks() -> AsyncIterator[bytes]:
+            # One text grows: the Coach's reply, the separator, then the synthesis
+            # sentence by sentence as Synth streams it (final_delta), then what of
+            # the final is not shown yet. A client only ever appends, so the
+            # synthesis is never sent twice.
             yield chunk({"role": "assistant", "content": ""})
-            coach = await view.wait_for("coach", wait_s)
-            if coach is not None:
-                yield chunk({"content": coach.text + SEPARATOR})
-            final = await view.wait_for("final", wait_s)
-            if final is None:
-                yield chunk({"content": "(no synthesized reply in time)"}, "length")
-            else:
-                yield chunk({"content": final.text})
-                yield chunk({}, "stop")
+            loop = asyncio.get_running_loop()
+            end = loop.time() + wait_s
+            sent, coach_shown, synthesis = 0, False, ""
+            while loop.time() < end:
+                pending = await view.events_after(sent, end - loop.time())
+                sent += len(pending)
+                for event, data in pending:
+                    if event == "coach" and not synthesis and not coach_shown:
+                        # After the synthesis began, a late Coach reply is left out.
+                        coach_shown = True
+                        yield chunk({"content": Reply.model_validate_json(data).text + SEPARATOR})
+                    elif event == "final_delta":
+                        piece = Reply.model_validate_json(data).text
+                        synthesis += piece
+                        yield chunk({"content": piece})
+                    elif event == "final":
+                        text = Reply.model_validate_json(data).text
+                        yield chunk({"content": _rest(text, synthesis)})
+                        yield chunk({}, "stop")
+                        yield b"data: [DONE]\n\n"
+                        return
+            yield chunk({"content": "(no synthesized reply in time)"}, "length")
             yield b"data: [DONE]\n\n"
 
         return StreamingResponse(
@@ -252,6 +270,17 @@ def create_openai_router(
         )
 
     return router
+
+
+def _rest(final: str, streamed: str) -> str:
+    """What of the final text a client that was streamed ``streamed`` lacks.
+
+    Normally the final starts with the streamed sentences; if it does not (a Synth
+    that restarted mid-stream wrote another reply), the final follows whole after
+    a separator rather than being spliced onto text it does not continue."""
+    if final.startswith(streamed):
+        return final[len(streamed) :]
+    return SEPARATOR + final
 
 
 def _default_session(user_id: str) -> str:

@@ -13,6 +13,7 @@ the gateway before a result it was built from. Its event waits for those results
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from collections import OrderedDict
@@ -41,6 +42,9 @@ class TurnView:
     # The final's JSON while it waits for results it was built from (see module doc).
     held_final: str | None = None
     grace_task: asyncio.Task[None] | None = None
+    # The seq the next final_delta must carry to be shown: a piece out of order, or
+    # a second stream of the same turn (a Synth that restarted mid-stream), is not.
+    final_seq: int = 0
 
     def agent(self, name: str) -> AgentResult | None:
         data = self.agents.get(name)
@@ -57,6 +61,14 @@ class TurnView:
                 return None
         reply: Reply | None = getattr(self, kind)
         return reply
+
+    async def events_after(self, sent: int, timeout: float) -> list[tuple[str, str]]:
+        """The events after the first ``sent``; waits up to ``timeout`` for one."""
+        async with self.changed:
+            if sent == len(self.events) and timeout > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.changed.wait(), timeout)
+            return self.events[sent:]
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -138,6 +150,13 @@ class TurnStore:
             # whole reply, which follows as kind "coach".
             if view.coach is None:
                 await self._emit(view, "coach_delta", reply.model_dump_json())
+            return
+        if reply.kind == "final_delta":
+            # The same for the synthesis: live listeners get its sentences in order
+            # until the final is here (a delta behind the final adds nothing).
+            if view.final is None and reply.seq == view.final_seq:
+                view.final_seq += 1
+                await self._emit(view, "final_delta", reply.model_dump_json())
             return
         if reply.kind == "coach":
             if view.coach is not None:

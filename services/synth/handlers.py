@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import logging
+import re
 import time
+from dataclasses import dataclass
+from typing import cast
 
 from faststream.kafka import KafkaRouter
 from opentelemetry.context import Context
@@ -20,11 +23,13 @@ from coachbus.contracts import (
     EraseRequest,
     Reply,
     SessionEnd,
+    Tier,
     UserInputAdapter,
     UserMessage,
     utcnow,
 )
-from coachbus.llm import DecisionContext, LLMTier, Message, Outcome
+from coachbus.delta import SYNTH_FIRST_TEXT, SentencePublisher, StreamingLLM, partial_check
+from coachbus.llm import DecisionContext, LLMClient, LLMTier, Message, Outcome, Router
 from coachbus.memory import MemoryRecord, context_for
 from coachbus.metrics import MESSAGES, SYNTH_JOIN_WAIT, TURN_LATENCY
 from coachbus.topics import AGENT_TOPICS, Topic
@@ -52,11 +57,112 @@ def _memory(user_id: str) -> MemoryRecord | None:
     return memory.store.get(user_id)
 
 
+def _piece(
+    message: UserMessage, outcome: logic.SynthOutcome, text: str, seq: int, tier: Tier
+) -> Reply:
+    return Reply(
+        turn_id=message.turn_id,
+        session_id=message.session_id,
+        user_id=message.user_id,
+        kind="final_delta",
+        text=text,
+        seq=seq,
+        tier=tier,
+        language=outcome.language,
+    )
+
+
+# A sentence end in the deterministic rendering (its sentences are hand-written:
+# a sentence ends at its mark followed by a space).
+_RENDERED_SENTENCE = re.compile(r"(?<=[.!?…])\s+")
+
+
+def complete(shown: str, outcome: logic.SynthOutcome) -> str:
+    """The reply when a stream ended early: what the user has read, completed from
+    the deterministic rendering.
+
+    The rendering's opening (its acknowledgement) is skipped first, then more of
+    its beginning until the whole fits the sheet's word budget, so the reply keeps
+    the rendering's step and closing question; the first candidate the validator
+    accepts is the reply. What was shown cannot be taken back, so when none is
+    accepted the one with the fewest problems goes out (the shown sentences were
+    each checked, and the rendering's are checked when it is built).
+    """
+    rendered = [s for s in _RENDERED_SENTENCE.split(outcome.text) if s.strip()]
+    tails = [rendered[k:] for k in range(1, len(rendered))] + [[], rendered]
+    best: tuple[int, str] | None = None
+    for tail in tails:
+        text = " ".join([shown, *tail])
+        problems = logic.validate(text, outcome.sheet)
+        if not problems:
+            return text
+        if best is None or len(problems) < best[0]:
+            best = (len(problems), text)
+    assert best is not None
+    return best[1]
+
+
+@dataclass(slots=True)
+class Written:
+    outcome: Outcome[str]
+    streamed: bool  # the user saw final_delta pieces before the final
+
+
 async def prose(message: UserMessage, outcome: logic.SynthOutcome) -> Outcome[str]:
+    """The final reply's prose (see :func:`write_prose`)."""
+    return (await write_prose(message, outcome)).outcome
+
+
+async def write_prose(message: UserMessage, outcome: logic.SynthOutcome) -> Written:
     """The final reply's prose: the deterministic rendering first; below the policy's
     confidence an LLM writes from the sheet alone, checked by the same validator and
-    repaired within the router's bounded loop, else the rendering stands."""
+    repaired within the router's bounded loop, else the rendering stands.
+
+    The LLM's reply is streamed to the user sentence by sentence as it is written
+    (``final_delta``), each sentence checked before it leaves; a sentence that
+    fails, or a deadline mid-stream, ends the stream there and the reply is
+    completed from the deterministic rendering (:func:`complete`). With nothing
+    shown yet, a failure is an ordinary failed attempt that the router repairs.
+    Crisis, care and check-in replies are never streamed (nor rewritten): their
+    help lines can only be checked on the whole text."""
     sheet = outcome.sheet
+    decider = runtime.tiers
+    sink: SentencePublisher | None = None
+    streaming: StreamingLLM | None = None
+    if runtime.llm is not None and sheet.mode not in logic.SAFETY_MODES:
+
+        async def publish(text: str, seq: int) -> None:
+            tier = streaming.tier if streaming is not None and streaming.tier else "small"
+            piece = _piece(message, outcome, text, seq, tier)
+            await runtime.publish(Topic.REPLIES, piece, key=message.user_id)
+            if seq == 0:
+                SYNTH_FIRST_TEXT.labels("streamed", piece.tier).observe(
+                    (utcnow() - message.created_at).total_seconds()
+                )
+
+        markers = [m for b in sheet.never_say for m in b.markers]
+        sink = SentencePublisher(
+            publish,
+            partial_check(language=sheet.language, register=sheet.formality, markers=markers),
+            max_words=sheet.max_words,
+            # Prompts of an older release asked for JSON: a model that still answers
+            # so is understood (not streamed) rather than refused.
+            json_field="text",
+        )
+        # A router of its own whose client streams (same policy): the router still
+        # picks the tier and bounds the repair loop, the sentences reach the user live.
+        streaming = StreamingLLM(
+            runtime.llm,
+            sink,
+            lambda text: prompts.Prose(text=text),
+            complete=lambda shown: complete(shown, outcome),
+            whole=lambda text: logic.validate(text, sheet),
+        )
+        decider = Router(
+            policy=runtime.tiers.policy,
+            client=cast(LLMClient, streaming),
+            publish_human_review=runtime.tiers.publish_human_review,
+        )
 
     def deterministic() -> tuple[str, float]:
         # Crisis and check-in replies must carry exact help lines: never rewritten.
@@ -66,7 +172,7 @@ async def prose(message: UserMessage, outcome: logic.SynthOutcome) -> Outcome[st
         ctx = context_for(_memory(message.user_id), message)
         return prompts.messages(runtime.prompt_builder(), ctx, sheet, errors)
 
-    return await runtime.tiers.decide(
+    written = await decider.decide(
         kind="synthesis_prose",
         agent="synth",
         deterministic=deterministic,
@@ -77,6 +183,17 @@ async def prose(message: UserMessage, outcome: logic.SynthOutcome) -> Outcome[st
         convert=prompts.clean,
         context=DecisionContext(message.turn_id, message.session_id, message.user_id, message.text),
     )
+    streamed = sink is not None and sink.streamed
+    streaming_tier = streaming.tier if streaming is not None else None
+    if sink is not None and streamed and not written.value.startswith(sink.shown):
+        # The stream was cut (the turn's deadline, an error) or a later attempt won:
+        # the reply still starts with what the user has read.
+        log.info("synth %s: streamed reply completed (%s)", message.turn_id, written.stop_reason)
+        written.value = complete(sink.shown, outcome)
+    if streamed and streaming_tier is not None:
+        # The reply begins with the model's sentences whatever completed it.
+        written.tier = streaming_tier
+    return Written(written, streamed)
 
 
 def _erased(message: UserMessage) -> bool:
@@ -103,7 +220,8 @@ async def finalize(turn: OpenTurn, degraded: bool) -> None:
         # Synth's own screen goes instead (the review queue keeps one item per turn,
         # so a late Stability review of the same turn is not shown twice).
         await runtime.publish(Topic.HUMAN_REVIEW, review, key=message.user_id)
-    written = await prose(message, outcome)
+    prosed = await write_prose(message, outcome)
+    written = prosed.outcome
     usage = written.usage
     for result in turn.results.values():
         usage = usage + result.usage
@@ -128,6 +246,10 @@ async def finalize(turn: OpenTurn, degraded: bool) -> None:
     context = turn.trace_context if isinstance(turn.trace_context, Context) else None
     with turn_span("synth.final", message.turn_id, "synth", parent=context):
         await runtime.publish(Topic.REPLIES, reply, key=message.user_id)
+    if not prosed.streamed:
+        SYNTH_FIRST_TEXT.labels("final", reply.tier).observe(
+            (utcnow() - message.created_at).total_seconds()
+        )
     # After the reply: the next turn's shared prompt prefix comes from this record.
     # The keeper checks the watermark again right before it writes.
     await memory.after_final(message, turn.results, reply.text)

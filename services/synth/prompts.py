@@ -17,7 +17,15 @@ AGENT = "synth"
 
 
 class Prose(BaseModel):
-    """The LLM's answer: the final reply as one text."""
+    """The LLM's answer: the final reply as one text.
+
+    The model writes it as plain text, not as JSON: Synth streams the reply to the
+    user sentence by sentence while it is written (coachbus.delta), and plain text
+    can be cut at sentence ends as it arrives, where a JSON string would have to be
+    unescaped incrementally (and a model that drifts out of its JSON would leave
+    half a sentence unusable). The router still sees this model: the streaming
+    client wraps the finished text in it, so its length bound holds as before.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -116,7 +124,8 @@ INSTRUCTIONS = (
     "the brief below; do not add facts about the person. Write natural, warm prose "
     "addressed to them: no lists, no headings, no labels, no brackets, no technical "
     "terms, never mention any system, agent or analysis. End with at most one question.\n"
-    'Answer with JSON: {{"text": "<the reply>"}}.\n\nBrief:\n{brief}'
+    "Answer with the reply itself, as plain text: no JSON, no quotes around it, "
+    "nothing before or after it.\n\nBrief:\n{brief}"
 )
 
 

@@ -1,7 +1,7 @@
 """``coachbus chat``: talk to a running gateway from the terminal.
 
 Shows the Coach's reply at once, a live progress line while the agents work, then
-the synthesized reply.
+the synthesized reply, growing sentence by sentence while Synth streams it.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any, TextIO
 
 import httpx
 
-AGENTS = ("shadow", "persona", "plasticity", "stability", "coach")
+from coachbus.contracts.payloads import AGENTS
 
 
 def _events(response: httpx.Response) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -49,31 +49,49 @@ def one_turn(
     done: dict[str, float] = {}
     final: dict[str, Any] | None = None
     interactive = out.isatty()
+    streamed = ""  # the synthesis shown so far, from its final_delta pieces
     with client.stream("GET", f"{url}/v1/turns/{turn_id}/events", headers=headers) as stream:
         for event, data in _events(stream):
             if event == "coach":
                 out.write(f"\ncoach › {data['text']}\n")
             elif event == "agent":
                 done[data["agent"]] = data.get("latency_ms", 0.0)
-                if interactive:
+                if interactive and not streamed:
                     out.write(_progress(done, started))
                     out.flush()
+            elif event == "final_delta":
+                if not streamed:
+                    if interactive:
+                        out.write("\r" + " " * 90 + "\r")
+                    out.write("\ncoachbus › ")
+                streamed += data["text"]
+                out.write(data["text"])
+                out.flush()
             elif event == "final":
                 final = data
                 break
             elif event == "timeout":
                 break
-    if interactive:
+    if interactive and not streamed:
         out.write("\r" + " " * 90 + "\r")
     if final is None:
-        out.write("! no synthesized reply in time\n")
+        out.write(
+            "\n! no synthesized reply in time\n" if streamed else "! no synthesized reply in time\n"
+        )
         return None
     note = (
         " (degraded: " + ", ".join(final["missing_agents"]) + " missing)"
         if final["degraded"]
         else ""
     )
-    out.write(f"\ncoachbus › {final['text']}{note}\n")
+    if streamed and final["text"].startswith(streamed):
+        # The final completes what was streamed: only the rest is written.
+        out.write(f"{final['text'][len(streamed) :]}{note}\n")
+    elif streamed:
+        # Not a continuation (a restarted stream): the final replaces it, in full.
+        out.write(f"\n\ncoachbus › {final['text']}{note}\n")
+    else:
+        out.write(f"\ncoachbus › {final['text']}{note}\n")
     out.write(f"  [{time.monotonic() - started:.1f}s, {len(done)} agents]\n\n")
     out.flush()
     return final

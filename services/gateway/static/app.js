@@ -192,10 +192,29 @@ function renderCoach(turn, reply) {
   onReply(turn.coachEl, reply);
 }
 
+// The synthesis as Synth streams it: sentences appended in order (a piece out of
+// order is skipped; the final replaces the whole draft anyway).
+function renderDraft(turn, piece) {
+  if (turn.finalEl || piece.seq !== (turn.draftSeq || 0)) return;
+  turn.draftSeq = piece.seq + 1;
+  if (!turn.draftEl) {
+    turn.draftEl = bubble("final", "coachbus", "");
+    turn.draftEl.classList.add("msg-streaming");
+    turn.draftEl.setAttribute("aria-busy", "true");
+    insertBeforePending(turn, turn.draftEl);
+    pendingLine(turn, "Writing…");
+  }
+  turn.draftEl.querySelector(".msg-text").textContent += piece.text;
+  scrollChat();
+}
+
 function renderFinal(turn, reply) {
   if (turn.finalEl) return;
   turn.final = reply;
   clearPending(turn);
+  // The final is the whole reply: it takes the streamed draft's place.
+  turn.draftEl?.remove();
+  turn.draftEl = null;
   const item = bubble("final", "coachbus", reply.text);
   if (reply.degraded) {
     const missing = reply.missing_agents || [];
@@ -292,6 +311,10 @@ function onTurnEvent(turn, event, data) {
         const seen = AGENTS.filter((a) => turn.agents[a]).length;
         pendingLine(turn, `The agents are weighing in… ${seen} of ${AGENTS.length}`);
       }
+      break;
+    case "final_delta":
+      turn.draftAt ??= performance.now();
+      renderDraft(turn, data);
       break;
     case "final":
       turn.finalAt = performance.now();

@@ -299,12 +299,29 @@ AgentResult = Annotated[
 AgentResultAdapter: TypeAdapter[AgentResult] = TypeAdapter(AgentResult)
 
 
+# Reply v2 adds the kind ``final_delta``. Only those records are written as v2:
+# a reader of v1 refuses them by their version (it skips a reply it cannot read)
+# and keeps reading every other reply, finals included, while it is rolled out.
+REPLY_DELTA_VERSION: Literal[2] = 2
+
+
 class Reply(Event):
-    # coach_delta: a streamed piece of the Coach's reply (``seq`` orders them); the
-    # whole Coach reply follows as one ``coach`` reply.
-    kind: Literal["coach", "coach_delta", "final", "human"]
+    """A reply to the user's turn.
+
+    ``coach_delta`` / ``final_delta``: a streamed piece of the Coach's reply / of
+    Synth's synthesis. ``seq`` numbers a turn's pieces of one kind from 0; each
+    piece carries only its own text (not the text so far), so a record stays the
+    size of a sentence however long the reply grows, and the pieces joined in
+    ``seq`` order are what the user has been shown. The whole reply always follows
+    as one ``coach`` / ``final`` reply and is what a client keeps; a final_delta's
+    text is, joined with its predecessors, a prefix of the final's text (pieces
+    after the first start with their separating space).
+    """
+
+    schema_version: Literal[1, 2] = SCHEMA_VERSION  # type: ignore[assignment]
+    kind: Literal["coach", "coach_delta", "final", "final_delta", "human"]
     text: str
-    seq: int | None = Field(default=None, ge=0)
+    seq: int | None = Field(default=None, ge=0, description="a delta's place in its stream")
     degraded: bool = False
     missing_agents: list[AgentName] = Field(default_factory=list)
     conflicts: list[Conflict] = Field(default_factory=list)
@@ -312,10 +329,20 @@ class Reply(Event):
     language: Language = "en"
     usage: Usage = Field(default_factory=Usage)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _delta_version(cls, data: Any) -> Any:
+        # A final_delta is a v2 record whoever builds it (see REPLY_DELTA_VERSION).
+        if isinstance(data, dict) and data.get("kind") == "final_delta":
+            data = {"schema_version": REPLY_DELTA_VERSION, **data}
+        return data
+
     @model_validator(mode="after")
     def _degraded_names_missing(self) -> Reply:
         if self.missing_agents and not self.degraded:
             raise ValueError("a reply with missing agents must be marked degraded")
+        if self.kind == "final_delta" and (self.seq is None or self.schema_version < 2):
+            raise ValueError("a final_delta is a v2 reply with a seq")
         return self
 
 

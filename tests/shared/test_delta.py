@@ -1,0 +1,278 @@
+"""The shared streaming machinery (coachbus.delta): Synth's sentence publisher, the
+per-sentence check, and StreamingLLM completing a stream that ended early."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from coachbus.contracts import Reply, Usage
+from coachbus.delta import SentencePublisher, StreamingLLM, partial_check
+from coachbus.llm import ChatRequest, ChatResult, EstimateCounter, OutputError
+
+pytestmark = pytest.mark.unit
+
+TEXT = (
+    "Thanks for telling me how the thesis is going. It sounds like tidying feels safer "
+    "than writing.  What if you wrote one rough paragraph tomorrow?\nWhich time suits you?"
+)
+
+
+def _tokens(text: str) -> list[str]:
+    words = text.split(" ")
+    return [words[0], *(" " + w for w in words[1:])]
+
+
+class Shown:
+    def __init__(self) -> None:
+        self.pieces: list[str] = []
+
+    async def __call__(self, piece: str, seq: int) -> None:
+        assert seq == len(self.pieces)
+        self.pieces.append(piece)
+
+
+async def _feed(sink: SentencePublisher, text: str) -> list[str]:
+    sink.start_attempt()
+    for token in _tokens(text):
+        errors = await sink.feed(token)
+        if errors:
+            return errors
+    return await sink.end()
+
+
+async def test_sentences_go_out_whole_and_join_to_the_normalised_text() -> None:
+    shown, checked = Shown(), []
+
+    def check(text: str) -> list[str]:
+        checked.append(text)
+        return []
+
+    sink = SentencePublisher(shown, check)
+    assert await _feed(sink, TEXT) == []
+    assert shown.pieces == [
+        "Thanks for telling me how the thesis is going.",
+        " It sounds like tidying feels safer than writing.",
+        " What if you wrote one rough paragraph tomorrow?",
+        " Which time suits you?",
+    ]
+    assert "".join(shown.pieces) == sink.shown == " ".join(TEXT.split())
+    # Every piece was checked with all the text before it, before it went out.
+    assert checked[-1] == sink.shown
+    assert all(later.startswith(earlier) for earlier, later in itertools.pairwise(checked))
+
+
+async def test_nothing_is_shown_before_the_language_can_be_told() -> None:
+    shown = Shown()
+    sink = SentencePublisher(shown, lambda _t: [], min_words=6)
+    assert await _feed(sink, "Okay. I see. Let us look at this together now.") == []
+    # The two short sentences wait for the third: one piece of ten words.
+    assert shown.pieces == ["Okay. I see. Let us look at this together now."]
+    # A reply that never reaches min_words still goes out when it ends.
+    short = Shown()
+    tiny = SentencePublisher(short, lambda _t: [])
+    assert await _feed(tiny, "Well done.") == []
+    assert short.pieces == ["Well done."]
+
+
+async def test_a_failing_sentence_ends_the_stream_before_it_is_shown() -> None:
+    shown = Shown()
+    check = partial_check(language="en", register="informal", markers=["quit your job"])
+    sink = SentencePublisher(shown, check)
+    text = (
+        "Thanks for telling me how the thesis is going. It sounds like a hard week. "
+        "Maybe you should quit your job and write full time. Which day suits you?"
+    )
+    errors = await _feed(sink, text)
+    assert errors and "blocked step" in errors[0]
+    assert sink.shown == (
+        "Thanks for telling me how the thesis is going. It sounds like a hard week."
+    )
+    assert "quit" not in "".join(shown.pieces)
+
+
+async def test_a_marker_across_a_sentence_boundary_is_judged_with_what_came_before() -> None:
+    seen: list[str] = []
+
+    def check(text: str) -> list[str]:
+        seen.append(text)
+        return ["artefact"] if "notes. Shadow" in text else []
+
+    sink = SentencePublisher(Shown(), check)
+    errors = await _feed(sink, "You keep tidying your notes. Shadow says so, and more.")
+    assert errors == ["artefact"]
+    assert sink.shown == ""  # five words: still held back when the check failed
+
+
+async def test_the_word_budget_ends_the_stream_at_the_sentence_that_would_break_it() -> None:
+    shown = Shown()
+    sink = SentencePublisher(shown, lambda _t: [], max_words=17)
+    errors = await _feed(sink, TEXT)
+    assert errors and "too long" in errors[0]
+    assert sink.shown == (
+        "Thanks for telling me how the thesis is going. It sounds like tidying feels "
+        "safer than writing."
+    )
+
+
+async def test_a_repair_attempt_after_pieces_were_shown_is_not_streamed() -> None:
+    shown = Shown()
+    sink = SentencePublisher(shown, lambda _t: [])
+    await _feed(sink, "Thanks for telling me how it is going. More follows here.")
+    assert sink.showing
+    before = list(shown.pieces)
+    assert await _feed(sink, "A different second attempt with its own words. And more.") == []
+    assert shown.pieces == before and not sink.showing
+
+
+async def test_the_partial_check_judges_register_and_artefacts_not_length() -> None:
+    check = partial_check(language="de", register="formal")
+    assert check("Danke, dass Sie mir das erzählen.") == []
+    assert any("register" in p for p in check("Danke, dass du mir das erzählst, wirklich gut."))
+    assert any(
+        "artefact" in p
+        for p in partial_check(language="en", register="informal")(
+            "The blackboard says you are doing well with this."
+        )
+    )
+
+
+# --------------------------------------------------------------------------- StreamingLLM
+
+
+class Draft(BaseModel):
+    text: str
+
+
+class FakeStream:
+    def __init__(self, pieces: list[str], req: ChatRequest) -> None:
+        self._pieces = pieces
+        self._req = req
+        self.result: ChatResult | None = None
+
+    async def __aenter__(self) -> FakeStream:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+    async def __aiter__(self) -> AsyncIterator[str]:
+        for piece in self._pieces:
+            yield piece
+        self.result = ChatResult(
+            text="".join(self._pieces),
+            parsed=None,
+            usage=Usage(prompt_tokens=10, completion_tokens=len(self._pieces), llm_calls=1),
+            latency_s=0.1,
+            ttft_s=0.01,
+            finish_reason="stop",
+            model="m",
+            tier=self._req.tier,
+            agent=self._req.agent,
+        )
+
+
+class FakeClient:
+    enabled = True
+    counter = EstimateCounter()
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.requests: list[ChatRequest] = []
+
+    def has_tier(self, tier: str) -> bool:
+        return True
+
+    def stream(self, req: ChatRequest) -> FakeStream:
+        self.requests.append(req)
+        return FakeStream(_tokens(self.text), req)
+
+
+def _req() -> ChatRequest:
+    return ChatRequest(
+        agent="synth",
+        tier="small",
+        messages=[{"role": "user", "content": "hi"}],
+        response_model=Draft,
+        max_tokens=200,
+    )
+
+
+def _live(text: str, **kwargs: Any) -> tuple[StreamingLLM, SentencePublisher, Shown, FakeClient]:
+    shown = Shown()
+    check = partial_check(language="en", register="informal")
+    sink = SentencePublisher(shown, check)
+    client = FakeClient(text)
+    live = StreamingLLM(client, sink, lambda t: Draft(text=t), **kwargs)  # type: ignore[arg-type]
+    return live, sink, shown, client
+
+
+async def test_a_stream_that_fails_after_showing_is_completed_not_retracted() -> None:
+    text = (
+        "Thanks for telling me how the thesis is going. It sounds like a hard week. "
+        "Shadow noticed it. Which day suits you?"
+    )
+    live, sink, shown, client = _live(text, complete=lambda s: s + " Completed here.")
+    result = await live.chat(_req())
+    assert result.text == sink.shown + " Completed here."
+    assert isinstance(result.parsed, Draft) and result.parsed.text == result.text
+    assert "".join(shown.pieces) == sink.shown and "Shadow" not in sink.shown
+    # The request streamed plain text: no JSON schema, no thinking.
+    assert client.requests[0].response_model is None and client.requests[0].thinking is False
+    assert live.tier == "small"
+
+
+async def test_a_failure_with_nothing_shown_is_an_ordinary_failed_attempt() -> None:
+    live, sink, shown, _client = _live(
+        "Shadow says hello to you today and every day. More text follows.",
+        complete=lambda s: s + " X.",
+    )
+    with pytest.raises(OutputError) as caught:
+        await live.chat(_req())
+    assert "agent name" in caught.value.errors[0]
+    assert caught.value.result.finish_reason == "abort"
+    assert shown.pieces == [] and not sink.streamed
+
+
+async def test_a_whole_text_that_fails_after_showing_is_completed() -> None:
+    text = "Thanks for telling me how the thesis is going. Good."
+    live, sink, _shown, _client = _live(
+        text, complete=lambda s: s + " And more words.", whole=lambda t: ["too short"]
+    )
+    result = await live.chat(_req())
+    assert sink.shown == text and result.text == text + " And more words."
+
+
+async def test_without_complete_a_failure_fails_the_attempt_as_for_the_coach() -> None:
+    text = "Thanks for telling me how the thesis is going. Shadow noticed it."
+    live, sink, _shown, _client = _live(text)
+    with pytest.raises(OutputError):
+        await live.chat(_req())
+    assert sink.streamed
+
+
+def test_a_final_delta_is_a_v2_reply_with_a_seq() -> None:
+    piece = Reply(turn_id="t", session_id="s", user_id="u", kind="final_delta", text="Hi.", seq=0)
+    assert piece.schema_version == 2
+    assert Reply.model_validate_json(piece.model_dump_json()) == piece
+    final = Reply(turn_id="t", session_id="s", user_id="u", kind="final", text="Hi.")
+    assert final.schema_version == 1
+    with pytest.raises(ValueError, match="v2 reply with a seq"):
+        Reply.model_validate({**piece.model_dump(mode="json"), "schema_version": 1})
+    with pytest.raises(ValueError, match="v2 reply with a seq"):
+        Reply(turn_id="t", session_id="s", user_id="u", kind="final_delta", text="Hi.")
+
+
+async def test_a_json_wrapped_answer_is_unwrapped_then_checked_and_shown_whole() -> None:
+    shown = Shown()
+    sink = SentencePublisher(shown, lambda _t: [], json_field="text")
+    answer = '{"text": "Thanks for telling me how it is going. Which day suits you?"}'
+    assert await _feed(sink, answer) == []
+    assert sink.text == "Thanks for telling me how it is going. Which day suits you?"
+    assert "".join(shown.pieces) == sink.text
+    bad = SentencePublisher(Shown(), lambda _t: [], json_field="text")
+    assert await _feed(bad, '{"answer": "no text field here"}')
