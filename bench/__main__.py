@@ -11,7 +11,12 @@ B. same stack, simulator at a fixed latency per call: critical-path efficiency a
 C. same stack, simulator at the "slow LLM" latency: throughput at 1, 8, 64 users;
 D. the handler profile in a process of its own (simulator instant again);
 E. a second stack with two replicas per agent: throughput again;
-F. prompts, in process: shared-prefix ratio and prompt tokens over one history.
+F. prompts, in process: shared-prefix ratio and prompt tokens over one history;
+G. a fresh stack against the simulator's hardware profiles (Qwen3-30B on 2x RTX 4090,
+   Qwen3-235B on 8x A40): Coach first text, first and full synthesis for 1 and 16
+   users beside the seed's sequential design on the same profile (bench/latency.py).
+
+``--only latency`` runs phase G alone.
 """
 
 from __future__ import annotations
@@ -27,13 +32,13 @@ import tempfile
 import time
 import traceback
 from collections import Counter
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import psutil
 
-from bench import prompts, report
+from bench import latency, prompts, report
 from bench.harness import (
     PARALLEL_AGENTS,
     BenchStack,
@@ -74,6 +79,12 @@ class Plan:
     level_s: float
     profile_turns: int
     prompt_turns: int
+    latency_profiles: tuple[str, ...]
+    latency_users: int
+    latency_turns_one: int
+    latency_rounds: int
+    # The simulated clock of phase G (1.0 = real time; see bench/latency.py).
+    latency_scale: float
 
     @classmethod
     def full(cls) -> Plan:
@@ -97,6 +108,11 @@ class Plan:
             level_s=40,
             profile_turns=40,
             prompt_turns=1000,
+            latency_profiles=("qwen3-30b-2x4090", "qwen3-235b-a40"),
+            latency_users=16,
+            latency_turns_one=10,
+            latency_rounds=3,
+            latency_scale=1.0,
         )
 
     @classmethod
@@ -118,6 +134,11 @@ class Plan:
             level_s=0.5,
             profile_turns=1,
             prompt_turns=12,
+            latency_profiles=("qwen3-30b-2x4090", "qwen3-235b-a40"),
+            latency_users=2,
+            latency_turns_one=1,
+            latency_rounds=1,
+            latency_scale=0.01,
         )
 
 
@@ -519,7 +540,39 @@ def _sim_summary(stats: dict[str, Any]) -> dict[str, Any]:
 # ---------------------------------------------------------------------- main
 
 
-async def run(plan: Plan, quick: bool) -> dict[str, Any]:
+async def phase_latency(plan: Plan, log_dir: Path, out: dict[str, Any]) -> None:
+    sim = SimProcess(log_path=log_dir / "llm-sim-latency.log")
+    overhead = _num(((out.get("overhead") or {}).get("overhead_ms") or {}).get("p50"))
+    stack = BenchStack(
+        sim=sim,
+        replicas=1,
+        users=plan.latency_users,
+        log_dir=log_dir / "latency",
+        deadline_ms=latency.DEADLINE_MS,
+        extra_env=latency.PATIENT_ENV,
+    )
+    try:
+        # The stack needs a model at its base URL from the start.
+        await sim.start(profile="instant")
+        out["latency"] = await latency.phase_latency(
+            profiles=plan.latency_profiles,
+            sim=sim,
+            stack=stack,
+            n_users=plan.latency_users,
+            turns_one=plan.latency_turns_one,
+            rounds=plan.latency_rounds,
+            time_scale=plan.latency_scale,
+            overhead_ms=overhead or 0.0,
+        )
+    finally:
+        await sim.stop()
+
+
+def _num(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and value == value else None
+
+
+async def run(plan: Plan, quick: bool, only: str | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {
         "schema": 1,
         "quick": quick,
@@ -530,6 +583,10 @@ async def run(plan: Plan, quick: bool) -> dict[str, Any]:
     }
     started = time.perf_counter()
     log_dir = Path(tempfile.mkdtemp(prefix="coachbus-bench-"))
+    if only == "latency":
+        out["only"] = only
+        await _guard("latency", phase_latency(plan, log_dir, out), out, None)
+        return _finish(out, started)
     sim = SimProcess(log_path=log_dir / "llm-sim.log")
     n_users = max(max(plan.levels), plan.load_users)
     try:
@@ -572,6 +629,11 @@ async def run(plan: Plan, quick: bool) -> dict[str, Any]:
         out,
         None,
     )
+    await _guard("latency", phase_latency(plan, log_dir, out), out, None)
+    return _finish(out, started)
+
+
+def _finish(out: dict[str, Any], started: float) -> dict[str, Any]:
     out["elapsed_s"] = time.perf_counter() - started
     out["machine"]["load_avg_at_end"] = [round(x, 2) for x in os.getloadavg()]
     out["machine"]["cpu_loop_s_at_end"] = cpu_loop_s()
@@ -601,11 +663,39 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="tiny runs (smoke test)")
     parser.add_argument("--name", default=None, help="results file name (default: latest|quick)")
     parser.add_argument("--out", type=Path, default=RESULTS, help="results directory")
+    parser.add_argument(
+        "--only", choices=["latency"], default=None, help="run one phase alone (G: latency)"
+    )
+    parser.add_argument(
+        "--latency-scale",
+        type=float,
+        default=None,
+        help="phase G's simulated clock (1.0 = real time, 0.5 = twice as fast)",
+    )
+    parser.add_argument(
+        "--latency-profiles", default=None, help="phase G's profiles, comma-separated"
+    )
+    parser.add_argument("--latency-turns", type=int, default=None, help="phase G: turns of 1 user")
+    parser.add_argument(
+        "--latency-rounds", type=int, default=None, help="phase G: turns of each of the 16 users"
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     plan = Plan.quick() if args.quick else Plan.full()
+    changes: dict[str, Any] = {}
+    if args.latency_scale is not None:
+        changes["latency_scale"] = args.latency_scale
+    if args.latency_profiles:
+        changes["latency_profiles"] = tuple(args.latency_profiles.split(","))
+    if args.latency_turns is not None:
+        changes["latency_turns_one"] = args.latency_turns
+    if args.latency_rounds is not None:
+        changes["latency_rounds"] = args.latency_rounds
+    plan = replace(plan, **changes)
     name = args.name or ("quick" if args.quick else "latest")
-    result = asyncio.run(run(plan, args.quick))
+    if args.only:
+        name = args.name or f"{name}-{args.only}"
+    result = asyncio.run(run(plan, args.quick, args.only))
     args.out.mkdir(parents=True, exist_ok=True)
     result["table"] = report.rows(result)
     text = report.table(result)
@@ -613,8 +703,11 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / f"{name}.json").write_text(
         json.dumps(result, indent=1, default=str, allow_nan=True), encoding="utf-8"
     )
-    report.plots(result, args.out)
-    print(f"\nwritten: {args.out / (name + '.json')}, waterfall.png, throughput.png")
+    if args.only:
+        print(f"\nwritten: {args.out / (name + '.json')}")
+    else:
+        report.plots(result, args.out)
+        print(f"\nwritten: {args.out / (name + '.json')}, waterfall.png, throughput.png")
     return 1 if result["errors"] else 0
 
 

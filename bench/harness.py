@@ -123,7 +123,7 @@ class SimProcess:
     port: int = field(default_factory=free_port)
     log_path: Path | None = None
     proc: asyncio.subprocess.Process | None = None
-    settings: dict[str, float] = field(default_factory=dict)
+    settings: dict[str, Any] = field(default_factory=dict)
 
     @property
     def base_url(self) -> str:
@@ -133,11 +133,17 @@ class SimProcess:
     def pid(self) -> int | None:
         return self.proc.pid if self.proc is not None and self.proc.returncode is None else None
 
-    async def start(self, *, ttft_ms: float, tokens_per_s: float = 0.0) -> None:
+    async def start(
+        self,
+        *,
+        ttft_ms: float = 0.0,
+        tokens_per_s: float = 0.0,
+        profile: str | None = None,
+        time_scale: float = 1.0,
+    ) -> None:
+        """Flat latency (``ttft_ms``, ``tokens_per_s``) or a hardware ``profile``,
+        its clock run ``time_scale`` times as long (0.5 = twice as fast)."""
         await self.stop()
-        # No batch slowdown and no admission limit: the latency of a call is the
-        # configured one whatever the load, so the ideal is known exactly.
-        self.settings = {"ttft_ms": ttft_ms, "tokens_per_s": tokens_per_s, "batch_slowdown": 0.0}
         argv = [
             sys.executable,
             "-m",
@@ -147,13 +153,23 @@ class SimProcess:
             "127.0.0.1",
             "--port",
             str(self.port),
-            "--ttft-ms",
-            str(ttft_ms),
-            "--tokens-per-s",
-            str(tokens_per_s),
-            "--batch-slowdown",
-            "0",
+            "--time-scale",
+            str(time_scale),
         ]
+        if profile is not None:
+            self.settings = {"profile": profile, "time_scale": time_scale}
+            argv += ["--profile", profile]
+        else:
+            # No batch slowdown and no admission limit: the latency of a call is the
+            # configured one whatever the load, so the ideal is known exactly.
+            self.settings = {
+                "ttft_ms": ttft_ms,
+                "tokens_per_s": tokens_per_s,
+                "batch_slowdown": 0.0,
+                "time_scale": time_scale,
+            }
+            argv += ["--ttft-ms", str(ttft_ms), "--tokens-per-s", str(tokens_per_s)]
+            argv += ["--batch-slowdown", "0"]
         out: Any = asyncio.subprocess.DEVNULL
         if self.log_path is not None:
             out = open(self.log_path, "ab")  # noqa: SIM115, ASYNC230 - local file, instant
@@ -225,6 +241,8 @@ class BenchStack:
     keys: dict[str, str] = field(default_factory=dict)
     prefix: str = field(default_factory=lambda: f"bench{uuid.uuid4().hex[:6]}.")
     started_s: float = 0.0
+    # More environment for the services (e.g. LLM timeouts), over the defaults below.
+    extra_env: dict[str, str] = field(default_factory=dict)
 
     async def start(self) -> None:
         self.keys = {
@@ -243,6 +261,7 @@ class BenchStack:
             "COACHBUS_LLM_BASE_URL": self.sim.base_url,
             "COACHBUS_LLM_POLICY_FILE": str(POLICY_FILE),
             "OTEL_SDK_DISABLED": "true",
+            **self.extra_env,
         }
         replicas = {name: self.replicas for name in (*PARALLEL_AGENTS, "synth")}
         config = StackConfig.ephemeral(env=env, log_dir=self.log_dir, replicas=replicas)
@@ -367,11 +386,25 @@ class Turn:
     message_at: float | None = None
     first_coach_at: float | None = None  # first coach_delta, else the coach reply
     coach_at: float | None = None
+    # The first synthesis text the user saw: the first final_delta, else the final.
+    first_final_at: float | None = None
+    final_deltas: int = 0
     final_at: float | None = None
     final: dict[str, Any] | None = None
     agents: dict[str, dict[str, Any]] = field(default_factory=dict)
     error: str | None = None
     synth_compute_ms: float | None = None
+
+    @property
+    def tag(self) -> str:
+        """What makes this turn's text unique (the LLM simulator's timeline shows the
+        tail of each prompt's user messages, so a turn's calls can be found by it)."""
+        return self.text[self.text.rfind("(") :]
+
+    def since_message_ms(self, at: float | None) -> float | None:
+        if at is None or self.message_at is None:
+            return None
+        return (at - self.message_at) * 1000
 
     @property
     def ok(self) -> bool:
@@ -423,7 +456,8 @@ class Users:
     async def turn(self, user: str, timeout: float = 120.0) -> Turn:
         n = self._sent.get(user, 0)
         self._sent[user] = n + 1
-        turn = Turn(user=user, text=f"{TEXTS[n % len(TEXTS)]} (turn {n + 1})")
+        # The user in the text too: no two turns of a run have the same text.
+        turn = Turn(user=user, text=f"{TEXTS[n % len(TEXTS)]} ({user}, turn {n + 1})")
         headers = {"Authorization": f"Bearer {self._stack.keys[user]}"}
         turn.sent_at = time.time()
         started = time.perf_counter()
@@ -462,9 +496,15 @@ class Users:
                             turn.first_coach_at = ts(data["created_at"])
                         if event == "coach":
                             turn.coach_at = ts(data["created_at"])
+                    elif event == "final_delta":
+                        turn.final_deltas += 1
+                        if turn.first_final_at is None:
+                            turn.first_final_at = ts(data["created_at"])
                     elif event == "final":
                         turn.final = data
                         turn.final_at = ts(data["created_at"])
+                        if turn.first_final_at is None:
+                            turn.first_final_at = turn.final_at
                         return
                     elif event == "timeout":
                         turn.error = "gateway gave up waiting for the final reply"

@@ -48,6 +48,10 @@ def _verdict(value: Any, limit: float, *, at_most: bool) -> str:
 
 
 def rows(r: dict[str, Any]) -> list[dict[str, str]]:
+    from bench import latency
+
+    if r.get("only") == "latency":
+        return latency.rows(r)
     out: list[dict[str, str]] = []
 
     def add(measure: str, value: str, target: str, baseline: str, verdict: str) -> None:
@@ -215,6 +219,7 @@ def rows(r: dict[str, Any]) -> list[dict[str, str]]:
             "; ".join(parts),
             "-",
         )
+    out += latency.rows(r)
     return out
 
 
@@ -287,6 +292,9 @@ def _notes(r: dict[str, Any]) -> str:
                 for k, v in mem["end"].items()
             )
         )
+    from bench import latency
+
+    out += latency.notes(r)
     for err in r.get("errors") or []:
         out.append(f"PHASE FAILED: {err['phase']}: {err['error']}")
     return "\n".join(out)

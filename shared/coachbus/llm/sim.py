@@ -248,9 +248,10 @@ class _Plan:
     # Block hashes of the prompt (profile mode: the prefix cache's keys).
     hashes: list[bytes]
     max_tokens: int
-    # The tail of the last user message: lets a reader of the timeline tell
-    # requests apart without the simulator knowing what they are.
-    marker: str
+    # The tail of every user message: lets a reader of the timeline tell requests
+    # apart without the simulator knowing what they are.
+    user_tails: list[str]
+    response_format: str | None
     fault: Fault | None
     # When the request arrived (perf_counter): the time to first token counts from
     # here, as a server's does, so the simulator's own parsing and planning are
@@ -436,7 +437,8 @@ class Simulator:
             prompt_tokens=len(tokens) - (1 if body.get("cache_salt") else 0),
             hashes=block_hashes(tokens, block) if profile else [],
             max_tokens=max_tokens,
-            marker=(user_texts[-1] if user_texts else "")[-160:],
+            user_tails=[t[-160:] for t in user_texts],
+            response_format=fmt.get("type"),
             fault=fault,
             arrived=arrived,
         )
@@ -529,7 +531,8 @@ class Simulator:
             "priority": priority,
             "max_tokens": plan.max_tokens,
             "prompt_tokens": plan.prompt_tokens,
-            "marker": plan.marker,
+            "user_tails": plan.user_tails,
+            "response_format": plan.response_format,
         }
         decoding = False
         produced = 0

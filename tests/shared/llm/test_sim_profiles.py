@@ -263,5 +263,5 @@ async def test_the_live_simulator_counts_prompt_tokens_served_from_the_cache() -
     assert stats["prompt_tokens_cached"] + stats["prompt_tokens_computed"] == stats["prompt_tokens"]
     first, second = stats["timeline"]
     assert first["cached_tokens"] == 0 and second["cached_tokens"] > 0
-    assert second["marker"] == "What if I fail?"
+    assert second["user_tails"] == ["What if I fail?"]
     assert first["arrived"] <= first["first_token"] <= first["done"]
