@@ -20,11 +20,12 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from coachbus.bounded import BoundedSet
 from coachbus.contracts import HumanReviewRequest, turn_started_at
+from coachbus.severity import SEVERITY_RANK
 
-_RANK = {"low": 0, "moderate": 1, "high": 2, "critical": 3}
 # High and critical items are never evicted to make room for other users.
-_KEEP_FROM = _RANK["high"]
+_KEEP_FROM = SEVERITY_RANK["high"]
 
 
 @dataclass(slots=True)
@@ -39,7 +40,9 @@ class ReviewQueue:
     def __init__(self, capacity: int = 5_000, per_user: int = 20) -> None:
         self._pending: OrderedDict[str, HumanReviewRequest] = OrderedDict()
         self._users: dict[str, _UserItems] = {}
-        self._answered: OrderedDict[str, None] = OrderedDict()
+        # Turns a human answered: a redelivered review record of one is not queued
+        # again (bounded like the queue; the oldest answers are forgotten first).
+        self._answered: BoundedSet[str] = BoundedSet(capacity)
         self._capacity = capacity
         self._per_user = per_user
 
@@ -56,7 +59,8 @@ class ReviewQueue:
             user.collapsed += 1
         while len(self._pending) > self._capacity:
             victim = next(
-                (t for t, r in self._pending.items() if _RANK[r.severity] < _KEEP_FROM), None
+                (t for t, r in self._pending.items() if SEVERITY_RANK[r.severity] < _KEEP_FROM),
+                None,
             )
             if victim is None:
                 break  # only high/critical left: bounded by users x per_user
@@ -74,16 +78,14 @@ class ReviewQueue:
 
     def resolve(self, turn_id: str) -> None:
         self._drop(turn_id)
-        self._answered[turn_id] = None
-        while len(self._answered) > self._capacity:
-            self._answered.popitem(last=False)
+        self._answered.add(turn_id)
 
     def get(self, turn_id: str) -> HumanReviewRequest | None:
         return self._pending.get(turn_id)
 
     def pending(self) -> list[HumanReviewRequest]:
         """Open items, most severe first, then oldest first."""
-        return sorted(self._pending.values(), key=lambda r: -_RANK[r.severity])
+        return sorted(self._pending.values(), key=lambda r: -SEVERITY_RANK[r.severity])
 
     def collapsed(self, user_id: str) -> int:
         """Open items of this user dropped for the per-user cap."""
@@ -115,4 +117,4 @@ def erased_before(request: HumanReviewRequest, cutoff: datetime) -> bool:
 
 def _least_urgent(items: OrderedDict[str, HumanReviewRequest]) -> str:
     """The oldest of the least severe items (dict order is arrival order)."""
-    return min(items, key=lambda t: _RANK[items[t].severity])
+    return min(items, key=lambda t: SEVERITY_RANK[items[t].severity])

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from coachbus.bus.service import AnsweredTurns
+from coachbus.bounded import BoundedSet
 from coachbus.contracts import AgentResult, UserMessage
 
 log = logging.getLogger(__name__)
@@ -56,9 +56,9 @@ class Join:
         self._replay_grace_s = replay_grace_s
         self._orphan_timeout_s = orphan_timeout_s
         self.open: dict[str, OpenTurn] = {}
-        # Turns already answered (the bus's one bounded set of them): late or
-        # replayed records of these are dropped.
-        self.done = AnsweredTurns(remember)
+        # Turns already answered (coachbus.bounded, the one bounded "answered" set):
+        # late or replayed records of these are dropped.
+        self.done: BoundedSet[str] = BoundedSet(remember)
 
     def is_done(self, turn_id: str) -> bool:
         return turn_id in self.done

@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Generic, Literal, TypeVar, cast
+from typing import Any, Generic, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -40,14 +40,13 @@ from coachbus.llm.controller import (
 from coachbus.llm.settings import LLMSettings, LLMTier
 from coachbus.llm.tokens import count_messages
 from coachbus.metrics import TIER_DECISIONS
+from coachbus.severity import SEVERITY_RANK, Severity
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 # The response model the LLM tiers answer in; ``convert`` maps it to T.
 R = TypeVar("R", bound=BaseModel)
-Severity = Literal["low", "moderate", "high", "critical"]
-_SEVERITY_RANK: dict[str, int] = {"low": 0, "moderate": 1, "high": 2, "critical": 3}
 DECISION_KINDS = (
     "coach_reply",
     "ocean_update",
@@ -313,7 +312,7 @@ class Router:
         by_severity = (
             policy.human_at is not None
             and level is not None
-            and _SEVERITY_RANK[level] >= _SEVERITY_RANK[policy.human_at]
+            and SEVERITY_RANK[level] >= SEVERITY_RANK[policy.human_at]
         )
         # Without an LLM the low-confidence route to a human is off (every result
         # stays tier=deterministic), but a severe risk is still put before a human.
