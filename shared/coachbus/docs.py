@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-SERVICES = ("gateway", "shadow", "persona", "plasticity", "stability", "coach", "synth")
+from coachbus.roster import SERVICES
 
 
 def asyncapi(service: str) -> dict[str, Any]:

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from coachbus.contracts import UserMessage
+from coachbus.roster import AGENT_SERVICES
 from coachbus.topics import AGENT_TOPICS, Topic
 
 _RECORDED = (Topic.USER_MESSAGES, Topic.REPLIES, Topic.ERASURES, *AGENT_TOPICS.values())
@@ -474,7 +475,7 @@ async def run(args: argparse.Namespace) -> int:
         env["COACHBUS_LLM_BASE_URL"] = args.llm_base_url
     if args.prompts:
         env["COACHBUS_LLM_PROMPTS_DIR"] = str(args.prompts.resolve())
-    agents = ("shadow", "persona", "plasticity", "stability", "coach", "synth")
+    agents = AGENT_SERVICES
     # The broker and the LLM (if any) from the embedded stack; the six agents in one
     # process (coachbus.embedded.together) unless --separate asks for one each.
     config = StackConfig.ephemeral(

@@ -14,9 +14,14 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from coachbus.roster import WORKERS
+
 if TYPE_CHECKING:
     from coachbus.bus.pacing import FetchPacer
 
+# Bytes beyond the text's own (see max_message_bytes and max_result_bytes).
+_ENVELOPE_BYTES = 16 * 1024
+_RESULT_BYTES = 256 * 1024
 _PLACEHOLDERS = {"changeme", "changethis", "secret", "password", ""}
 # Outside local, an API key is a bearer secret on the open internet: 32 characters
 # of random key material (``secrets.token_urlsafe(32)`` gives 43) are out of reach
@@ -147,7 +152,7 @@ class CoachbusSettings(BaseSettings):
     max_concurrency: int = Field(default=64, ge=1, le=10_000)
     # Synth answers once these agents have reported (or the deadline passes).
     synth_required_agents: Annotated[list[str], NoDecode] = Field(
-        default_factory=lambda: ["shadow", "persona", "plasticity", "stability", "coach"]
+        default_factory=lambda: list[str](WORKERS)
     )
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     # Per-turn LLM budget carried in the user message, so a redelivery cannot refill it.
@@ -199,7 +204,7 @@ class CoachbusSettings(BaseSettings):
     def _parse_agents(cls, value: object) -> object:
         if isinstance(value, str):
             value = [v.strip() for v in value.split(",") if v.strip()]
-        known = {"shadow", "persona", "plasticity", "stability", "coach"}
+        known = set(WORKERS)
         if isinstance(value, list) and not set(value) <= known:
             raise ValueError(f"unknown agents {sorted(set(value) - known)}; known: {sorted(known)}")
         return value
@@ -245,12 +250,34 @@ class CoachbusSettings(BaseSettings):
 
     @property
     def max_message_bytes(self) -> int:
-        """The most bytes a user message may take, on the wire and on the bus.
+        """The most bytes a user message may take, on the wire and on the bus: the one
+        limit for a user-messages record.
 
         The agents dead-letter a user-messages record longer than this; the gateway
         refuses a request body longer than this and never publishes a longer record.
+
+        Why this number: the text may hold ``max_message_chars`` characters, and
+        UTF-8 takes at most 4 bytes for one; the envelope around it (ids of at most
+        128 characters each, timestamps, budget, language) takes well under 1 KiB
+        today, and 16 KiB leaves room for the optional fields a contract may add
+        without a new version. JSON escapes a control character in 6 bytes, so a
+        text of them can still exceed this: the gateway checks the encoded record,
+        not the character count (services/gateway/ingress.py).
         """
-        return self.max_message_chars * 4 + 16_384
+        return self.max_message_chars * 4 + _ENVELOPE_BYTES
+
+    @property
+    def max_result_bytes(self) -> int:
+        """The most bytes an agent result or a reply may take on the bus: Synth's limit
+        for the agent topics and the tail of replies.
+
+        Larger than a user message on purpose: a result carries what an agent made
+        of the message (quotes of it as evidence, goals, steps, a reply text, its tier
+        and token usage), so it gets the message's text allowance plus 256 KiB
+        for the agent's own structure. A result over this is a runaway agent, not a
+        long message, and is dead-lettered rather than joined.
+        """
+        return self.max_message_chars * 4 + _RESULT_BYTES
 
     def topic(self, name: str) -> str:
         return f"{self.topic_prefix}{name}"

@@ -148,3 +148,36 @@ def test_the_gateway_port_has_one_name_everywhere(monkeypatch: pytest.MonkeyPatc
         with pytest.raises(Started):
             main([*argv, "--no-snapshot"])
     assert ports == [8123, 8124]
+
+
+def test_synth_waits_for_the_five_workers_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    from coachbus.roster import SYNTH, WORKERS
+
+    assert CoachbusSettings().synth_required_agents == list(WORKERS)
+    # Synth does not wait for itself: only workers are known here.
+    monkeypatch.setenv("COACHBUS_SYNTH_REQUIRED_AGENTS", f"shadow,{SYNTH}")
+    with pytest.raises(ValidationError, match=SYNTH):
+        CoachbusSettings()
+
+
+def test_the_longest_user_message_fits_its_byte_limit() -> None:
+    from coachbus.bus.codec import encode
+    from coachbus.contracts import UserMessage
+
+    settings = CoachbusSettings()
+    # Every character 4 bytes in UTF-8 and every id at its longest: the worst case the
+    # limit's formula is for (control characters are checked by the gateway instead).
+    message = UserMessage.create(
+        user_id="u" * 128,
+        session_id="s" * 128,
+        text="\U0001f600" * settings.max_message_chars,
+        deadline_ms=settings.turn_deadline_ms,
+        max_tokens=settings.turn_token_budget,
+        wall_clock_ms=settings.turn_wall_clock_ms,
+    )
+    assert len(encode(message)) <= settings.max_message_bytes
+    # An agent result may quote the message and add its own structure.
+    assert settings.max_result_bytes > settings.max_message_bytes
+    small = CoachbusSettings(max_message_chars=100)
+    assert small.max_message_bytes < settings.max_message_bytes
+    assert small.max_result_bytes < settings.max_result_bytes

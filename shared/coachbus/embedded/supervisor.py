@@ -19,9 +19,9 @@ from pathlib import Path
 
 import httpx
 
-log = logging.getLogger(__name__)
+from coachbus.roster import SERVICES as SERVICES
 
-SERVICES = ("shadow", "persona", "plasticity", "stability", "coach", "synth", "gateway")
+log = logging.getLogger(__name__)
 
 
 @dataclass

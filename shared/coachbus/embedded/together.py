@@ -20,14 +20,15 @@ import signal
 import sys
 from typing import Any
 
-AGENTS = ("shadow", "persona", "plasticity", "stability", "coach", "synth")
+from coachbus.roster import AGENT_SERVICES
 
 
 async def serve(names: list[str]) -> None:
     runtimes: list[Any] = []
     for name in names:
-        if name not in AGENTS:
-            raise SystemExit(f"together: unknown agent {name!r}; known: {', '.join(AGENTS)}")
+        if name not in AGENT_SERVICES:
+            known = ", ".join(AGENT_SERVICES)
+            raise SystemExit(f"together: unknown agent {name!r}; known: {known}")
         handlers = importlib.import_module(f"services.{name}.handlers")
         handlers.runtime.include_router(handlers.router)
         runtimes.append(handlers.runtime)
@@ -48,7 +49,7 @@ async def serve(names: list[str]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    names = list(sys.argv[1:] if argv is None else argv) or list(AGENTS)
+    names = list(sys.argv[1:] if argv is None else argv) or list(AGENT_SERVICES)
     asyncio.run(serve(names))
     return 0
 
