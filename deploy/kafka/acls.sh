@@ -44,7 +44,7 @@ acl --allow-principal User:coachbus-persona --operation Read --topic "${TOPIC_PR
 acl --allow-principal User:coachbus-persona --operation Write --topic "${TOPIC_PREFIX}agent.persona" --topic "${TOPIC_PREFIX}dlq" --topic "${TOPIC_PREFIX}erase-confirmations" --topic "${TOPIC_PREFIX}human-review" --topic "${TOPIC_PREFIX}profiles"
 acl --allow-principal User:coachbus-plasticity --operation Read --group "${TOPIC_PREFIX}plasticity"
 acl --allow-principal User:coachbus-plasticity --operation Describe --resource-pattern-type prefixed --topic "${TOPIC_PREFIX}"
-acl --allow-principal User:coachbus-plasticity --operation Read --topic "${TOPIC_PREFIX}agent.plasticity" --topic "${TOPIC_PREFIX}erasures" --topic "${TOPIC_PREFIX}profiles" --topic "${TOPIC_PREFIX}user-messages"
+acl --allow-principal User:coachbus-plasticity --operation Read --topic "${TOPIC_PREFIX}agent.plasticity" --topic "${TOPIC_PREFIX}blackboard" --topic "${TOPIC_PREFIX}erasures" --topic "${TOPIC_PREFIX}profiles" --topic "${TOPIC_PREFIX}user-messages"
 acl --allow-principal User:coachbus-plasticity --operation Write --topic "${TOPIC_PREFIX}agent.plasticity" --topic "${TOPIC_PREFIX}dlq" --topic "${TOPIC_PREFIX}human-review"
 acl --allow-principal User:coachbus-shadow --operation Read --group "${TOPIC_PREFIX}shadow"
 acl --allow-principal User:coachbus-shadow --operation Describe --resource-pattern-type prefixed --topic "${TOPIC_PREFIX}"

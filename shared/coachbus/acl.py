@@ -25,6 +25,7 @@ import argparse
 import sys
 from dataclasses import dataclass
 
+from coachbus.roster import GATEWAY, SYNTH
 from coachbus.topics import AGENT_TOPICS, Topic
 
 # Every consumer may dead-letter (the runtime does it for records that do not parse)
@@ -64,7 +65,7 @@ ACCESS: dict[str, ServiceAccess] = {
     access.service: access
     for access in (
         ServiceAccess(
-            service="gateway",
+            service=GATEWAY,
             # user-messages carries erase requests too; erasures are the watermarks.
             writes=frozenset({Topic.USER_MESSAGES, Topic.REPLIES, Topic.ERASURES}),
             reads=frozenset(
@@ -81,7 +82,7 @@ ACCESS: dict[str, ServiceAccess] = {
         ),
         _agent("shadow", owns={Topic.BLACKBOARD}, views={Topic.MEMORY}),
         _agent("persona", owns={Topic.PROFILES}, views={Topic.BLACKBOARD, Topic.MEMORY}),
-        _agent("plasticity", owns=set(), views={Topic.PROFILES}),
+        _agent("plasticity", owns=set(), views={Topic.PROFILES, Topic.BLACKBOARD}),
         _agent("stability", owns={Topic.SAFETY}, views={Topic.BLACKBOARD, Topic.MEMORY}),
         ServiceAccess(
             service="coach",
@@ -92,7 +93,7 @@ ACCESS: dict[str, ServiceAccess] = {
             | _EVERYONE_READS,
         ),
         ServiceAccess(
-            service="synth",
+            service=SYNTH,
             writes=frozenset({Topic.REPLIES, Topic.MEMORY}) | _CONSUMER_WRITES | _OWNER_WRITES,
             # Replies: on assignment it re-reads the tail to recognise finals it sent.
             reads=frozenset(

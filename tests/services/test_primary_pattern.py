@@ -3,10 +3,15 @@ every other agent reads it there (issue: "one owner per fact")."""
 
 from __future__ import annotations
 
+import importlib
+from typing import Any
+
 import pytest
 
+from coachbus.acl import ACCESS
 from coachbus.contracts.payloads import CoachingStrategy, PatternClass
-from coachbus.contracts.state import Blackboard, PatternRecord
+from coachbus.contracts.state import Blackboard, PatternRecord, PersonaProfile
+from coachbus.topics import Topic
 from services.coach import phrases as P
 from services.coach.logic import quick_reply
 from services.persona.logic import observe as persona_observe
@@ -70,3 +75,30 @@ def test_every_agent_names_what_shadow_names() -> None:
     reply = quick_reply(neutral, board, None)
     asks = [q.get("en", "informal") for q in P.QUESTION_BY_PATTERN[PatternClass.PERFECTIONISM]]
     assert any(q in reply.text for q in asks), reply.text
+
+
+@pytest.mark.parametrize("agent", ["persona", "plasticity", "stability", "coach"])
+def test_every_reader_has_a_view_of_the_board_and_may_read_it(agent: str) -> None:
+    handlers: Any = importlib.import_module(f"services.{agent}.handlers")
+    assert handlers.boards.topic == handlers.runtime.topic(Topic.BLACKBOARD)
+    assert handlers.boards in handlers.runtime.views  # read-only: Shadow is the writer
+    assert Topic.BLACKBOARD in ACCESS[agent].reads
+    assert Topic.BLACKBOARD not in ACCESS[agent].writes
+
+
+async def test_plasticity_takes_the_pattern_from_the_board_not_personas_late_copy() -> None:
+    from services.plasticity import handlers
+
+    board = _board_after_this_turn()  # Shadow: perfectionism, this turn
+    # Persona's profile still names last turn's pattern (it reads the board a turn late).
+    late = PersonaProfile(user_id="u1", last_pattern=PatternClass.AVOIDANCE)
+    neutral = msg("Not much to report today, honestly.", turn="t11")
+    handlers.boards.apply("u1", board)
+    handlers.profiles.apply("u1", late)
+    try:
+        result = await handlers.handle(neutral)
+    finally:
+        handlers.boards.apply("u1", None)
+        handlers.profiles.apply("u1", None)
+    assert result.payload.strategy is CoachingStrategy.COGNITIVE_REFRAMING
+    assert plan(late, neutral).strategy is CoachingStrategy.IMPLEMENTATION_INTENTIONS

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from coachbus.acl import ACCESS, OPS_PRINCIPAL, principals, render_script, writers
+from coachbus.roster import SERVICES
 from coachbus.topics import AGENT_TOPICS, COMPACTED, Topic
 
 pytestmark = pytest.mark.unit
@@ -59,6 +60,18 @@ def _wiring(service: str) -> tuple[set[Topic], set[Topic], bool]:
     if runtime.stores:  # and an owner of state confirms erasures (bus.service)
         writes.add(Topic.ERASE_CONFIRMATIONS)
     return writes, reads, grouped
+
+
+def test_every_service_has_its_principal() -> None:
+    assert sorted(ACCESS) == sorted(SERVICES)
+
+
+def test_readers_of_shadows_board() -> None:
+    # Shadow owns the primary pattern; every agent that uses it reads the board itself
+    # (Plasticity included: Persona's copy of it lags a turn or two).
+    readers = {s for s, a in ACCESS.items() if Topic.BLACKBOARD in a.reads}
+    assert readers == {"shadow", "persona", "plasticity", "stability", "coach"}
+    assert writers(Topic.BLACKBOARD) == {"shadow"}
 
 
 @pytest.mark.parametrize("service", sorted(ACCESS))

@@ -6,7 +6,8 @@ import pytest
 
 from coachbus import ocean
 from coachbus.contracts.payloads import CoachingStrategy, PatternClass
-from coachbus.contracts.state import ItemEvidence, PersonaProfile
+from coachbus.contracts.state import Blackboard, ItemEvidence, PersonaProfile
+from coachbus.topics import Topic
 from services.plasticity.logic import Traits, plan, preferences
 from tests.fixtures.agents import msg
 
@@ -73,6 +74,31 @@ def test_remembered_pattern_chooses_strategy() -> None:
     p = plan(profile, msg("Not much to report today, honestly."))
     assert p.strategy is CoachingStrategy.IMPLEMENTATION_INTENTIONS
     assert p.strategy_rationale
+
+
+def test_shadows_board_beats_personas_copy_of_the_pattern() -> None:
+    # Persona's copy lags Shadow by a turn or two: when they differ, the board wins.
+    late_copy = PersonaProfile(user_id="u1", last_pattern=PatternClass.AVOIDANCE)
+    board = Blackboard(user_id="u1", primary_pattern=PatternClass.PERFECTIONISM)
+    p = plan(late_copy, msg("Not much to report today, honestly."), board)
+    assert p.strategy is CoachingStrategy.COGNITIVE_REFRAMING
+
+
+async def test_the_handler_reads_the_pattern_from_shadows_board() -> None:
+    from services.plasticity import handlers
+
+    user = "board-reader"
+    handlers.profiles.apply(user, PersonaProfile(user_id=user, last_pattern=PatternClass.AVOIDANCE))
+    handlers.boards.apply(
+        user, Blackboard(user_id=user, primary_pattern=PatternClass.PERFECTIONISM)
+    )
+    try:
+        result = await handlers.handle(msg("Not much to report today, honestly.", user=user))
+    finally:
+        handlers.profiles.apply(user, None)
+        handlers.boards.apply(user, None)
+    assert result.payload.strategy is CoachingStrategy.COGNITIVE_REFRAMING
+    assert handlers.boards.topic == handlers.runtime.topic(Topic.BLACKBOARD)
 
 
 def test_german_register_from_message_then_profile_then_formal_default() -> None:
