@@ -198,7 +198,9 @@ function renderDraft(turn, piece) {
   if (turn.finalEl || piece.seq !== (turn.draftSeq || 0)) return;
   turn.draftSeq = piece.seq + 1;
   if (!turn.draftEl) {
+    // Styled as the synthesis, but its own kind: it is not the final reply yet.
     turn.draftEl = bubble("final", "coachbus", "");
+    turn.draftEl.dataset.kind = "draft";
     turn.draftEl.classList.add("msg-streaming");
     turn.draftEl.setAttribute("aria-busy", "true");
     insertBeforePending(turn, turn.draftEl);
