@@ -179,6 +179,16 @@ def create_api(
 
     @api.get("/v1/turns/{turn_id}/events")
     async def turn_events(turn_id: TurnId, caller: Caller) -> StreamingResponse:
+        """The turn's events as server-sent events, from its first; closes after ``final``.
+
+        ``coach`` (the Coach's reply at once; ``coach_delta`` pieces of it before,
+        when a model writes it), ``agent`` (one per agent's result), ``final_delta``
+        (the synthesis sentence by sentence while Synth's model writes it: ``seq``
+        from 0, each piece only its own text, the pieces joined are what was shown),
+        ``final`` (the whole synthesis, which starts with the pieces: a client
+        replaces what it assembled with it), ``human`` (a reviewer's answer), and
+        ``timeout`` if no final came in time. See docs/streaming.md.
+        """
         view = store.get(turn_id, caller.user_id)
         if view is None:
             raise HTTPException(404, "no such turn")

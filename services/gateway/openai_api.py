@@ -27,7 +27,8 @@ from services.gateway.ingress import fits_the_bus
 from services.gateway.turns import TurnStore
 
 MODEL_ID = "coachbus"
-# Between the Coach's immediate reply and the synthesis in a streamed answer.
+# Between the Coach's immediate reply and the synthesis in a streamed answer (and
+# before a final that does not continue the sentences streamed: see ``_rest``).
 SEPARATOR = "\n\n---\n\n"
 
 
@@ -96,6 +97,14 @@ def create_openai_router(
         authorization: str | None = Header(default=None),
         x_session_id: str | None = Header(default=None, max_length=128),
     ) -> JSONResponse | StreamingResponse:
+        """One turn through the pipeline, answered as an OpenAI chat completion.
+
+        Not streamed: the synthesis (the final reply). Streamed: one growing text,
+        the Coach's reply, then ``\\n\\n---\\n\\n``, then the synthesis sentence by
+        sentence as Synth writes it and, with the final, only what the sentences
+        did not show (never repeated); ``finish_reason`` ``stop``, or ``length``
+        when no final came in time. See docs/streaming.md.
+        """
         principal = caller(authorization)
         if principal is None:
             return openai_error(401, "Invalid API key.", "invalid_request_error", "invalid_api_key")
