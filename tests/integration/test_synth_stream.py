@@ -17,6 +17,8 @@ scenario has a user of its own, so no other scenario's words are in its memory.
 from __future__ import annotations
 
 import json
+import re
+import time
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -33,7 +35,7 @@ from tests.integration.scripted_llm import Script, ScriptedLLM, serve
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 
 HERE = Path(__file__).parent
-USERS = ("sam", "tom", "uma", "vic", "wes")
+USERS = ("sam", "tom", "uma", "vic", "wes", "xia")
 KEYS = {u: f"key-{u}-0123456789" for u in USERS}
 # The turn's LLM budget runs out this long after the message is accepted; the
 # stalled script stalls far longer.
@@ -54,8 +56,18 @@ BAD = (
 SLOW = GOOD
 SLOW_PIECES = 28  # a little past the second sentence: then the model stalls
 
+# About 70 words at 20 tokens a second (a large model's pace): ~3.5 s of writing.
+PACED = (
+    "Thanks for telling me how the thesis is going. It sounds like tidying your notes "
+    "feels safer than writing, and that is a very human pattern. Notes can always be "
+    "made a little neater, so the tidying never ends on its own. What if you wrote one "
+    "rough paragraph tomorrow before you open the notes at all? It does not need to be "
+    "good, only written. Which time of day would suit that best for you?"
+)
+
 SCRIPTS = {
     "lighthouse": Script(GOOD),
+    "meadow": Script(PACED, piece_s=0.05),
     "pinecone": Script(BAD),
     "harbour": Script(SLOW, stall_after=SLOW_PIECES, stall_s=60.0),
 }
@@ -95,8 +107,13 @@ def _headers(user: str) -> dict[str, str]:
 
 
 async def _turn(
-    client: httpx.AsyncClient, rs: RunningStack, user: str, text: str
+    client: httpx.AsyncClient,
+    rs: RunningStack,
+    user: str,
+    text: str,
+    arrivals: dict[str, float] | None = None,
 ) -> tuple[str, list[tuple[str, dict[str, Any]]]]:
+    sent = time.perf_counter()
     response = await client.post(
         f"{rs.url}/v1/sessions/{user}-s/messages", json={"text": text}, headers=_headers(user)
     )
@@ -112,6 +129,8 @@ async def _turn(
                 event = line[7:]
             elif line.startswith("data: ") and event:
                 events.append((event, json.loads(line[6:])))
+                if arrivals is not None:
+                    arrivals.setdefault(event, time.perf_counter() - sent)
                 event = None
     return turn_id, events
 
@@ -242,3 +261,29 @@ async def test_the_deadline_mid_stream_stops_it_and_the_final_is_sent_once(
     kinds = [r["kind"] for r in on_topic]
     assert kinds.count("final") == 1, kinds
     assert [r["seq"] for r in on_topic if r["kind"] == "final_delta"] == [d["seq"] for d in deltas]
+
+
+async def test_the_first_synthesis_text_comes_long_before_the_final(
+    stack: tuple[RunningStack, ScriptedLLM],
+) -> None:
+    """Measured, not asserted (timings are not tested): when the first sentence and
+    the final reach a client, with a model writing 20 tokens a second; and the
+    first-text histogram is on Synth's /metrics, labelled by path and tier only."""
+    rs, _llm = stack
+    arrivals: dict[str, float] = {}
+    async with httpx.AsyncClient(timeout=30) as client:
+        _turn_id, events = await _turn(client, rs, "xia", _message("meadow"), arrivals)
+        metrics = (await client.get(rs.stack.metrics_url("synth"))).text
+    deltas, final = _split(events)
+    assert final["text"] == " ".join(PACED.split()) == "".join(d["text"] for d in deltas)
+    print(
+        f"\nsynthesis of {len(final['text'].split())} words in {len(deltas)} pieces: "
+        f"first sentence at {arrivals['final_delta']:.2f} s, final at {arrivals['final']:.2f} s "
+        "after the message was sent"
+    )
+    streamed = re.search(
+        r'coachbus_synth_first_text_seconds_count\{path="streamed",tier="small"\} (\S+)', metrics
+    )
+    assert streamed is not None and float(streamed.group(1)) >= 1, metrics[-2000:]
+    labelled = re.findall(r"coachbus_synth_first_text_seconds_count\{([^}]*)\}", metrics)
+    assert all(set(re.findall(r"(\w+)=", labels)) == {"path", "tier"} for labels in labelled)
