@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from coachbus.acl import ACCESS, OPS_PRINCIPAL, principals, render_script, writers
-from coachbus.roster import SERVICES
+from coachbus.roster import SERVICES, WORKERS
 from coachbus.topics import AGENT_TOPICS, COMPACTED, Topic
 
 pytestmark = pytest.mark.unit
@@ -70,7 +70,7 @@ def test_readers_of_shadows_board() -> None:
     # Shadow owns the primary pattern; every agent that uses it reads the board itself
     # (Plasticity included: Persona's copy of it lags a turn or two).
     readers = {s for s, a in ACCESS.items() if Topic.BLACKBOARD in a.reads}
-    assert readers == {"shadow", "persona", "plasticity", "stability", "coach"}
+    assert readers == set(WORKERS)
     assert writers(Topic.BLACKBOARD) == {"shadow"}
 
 
