@@ -388,6 +388,7 @@ class Turn:
     coach_at: float | None = None
     # The first synthesis text the user saw: the first final_delta, else the final.
     first_final_at: float | None = None
+    first_final_text: str = ""
     final_deltas: int = 0
     final_at: float | None = None
     final: dict[str, Any] | None = None
@@ -500,6 +501,7 @@ class Users:
                         turn.final_deltas += 1
                         if turn.first_final_at is None:
                             turn.first_final_at = ts(data["created_at"])
+                            turn.first_final_text = str(data.get("text", ""))
                     elif event == "final":
                         turn.final = data
                         turn.final_at = ts(data["created_at"])

@@ -532,24 +532,88 @@ def _prompt(call: SeedCall, user: int, turn: int, role: str) -> list[str]:
     return shared + own
 
 
+# A turn as stages run one after another; a stage is chains run at once; a chain is
+# calls run one after another. The seed: [[shadow]], [[w1], [w2], [w3], [w4]], [[synth]].
+Stages = Sequence[Sequence[Sequence[SeedCall]]]
+
+
+def seed_stages(design: SeedDesign) -> list[list[list[SeedCall]]]:
+    return [[[design.shadow]], [[w] for w in design.workers], [[design.synth]]]
+
+
 @dataclass
 class SeedTurn:
     user: int
     started: float
-    shadow: VRequest | None = None
-    workers: list[VRequest] = field(default_factory=list)
-    synth: VRequest | None = None
+    calls: list[VRequest] = field(default_factory=list)
+
+    @property
+    def last(self) -> VRequest:
+        return self.calls[-1]
 
     @property
     def full_s(self) -> float:
-        assert self.synth is not None
-        return self.synth.done - self.started
+        return self.last.done - self.started
 
     @property
     def first_text_s(self) -> float:
-        """When the seed's synthesis text begins (it streams Synth's answer)."""
-        assert self.synth is not None
-        return self.synth.first_token - self.started
+        """When the final call's text begins (the seed streams Synth's answer)."""
+        return self.last.first_token - self.started
+
+
+def simulate_stages(
+    profile: Profile,
+    stages: Stages,
+    *,
+    users: int = 1,
+    turns: int = 1,
+    stagger_s: float = 0.0,
+) -> list[SeedTurn]:
+    """Turns of ``stages`` on ``profile`` (closed loop: each user starts its next turn
+    when the last stage is done; user ``i`` starts at ``i * stagger_s``). The last
+    stage must be a single call (the synthesis)."""
+    if len(stages[-1]) != 1 or len(stages[-1][0]) != 1:
+        raise ValueError("the last stage must be one call")
+    engine = VirtualEngine(profile)
+    out: list[SeedTurn] = []
+
+    def start(user: int, turn: int, at: float) -> None:
+        st = SeedTurn(user=user, started=at)
+        out.append(st)
+        run_stage(st, user, turn, 0, at)
+
+    def run_stage(st: SeedTurn, user: int, turn: int, index: int, at: float) -> None:
+        if index == len(stages):
+            if turn + 1 < turns:
+                start(user, turn + 1, at)
+            return
+        chains = stages[index]
+        left = [len(chains)]
+
+        def run_call(chain: int, step: int, now: float) -> None:
+            calls = chains[chain]
+            if step == len(calls):
+                left[0] -= 1
+                if left[0] == 0:
+                    run_stage(st, user, turn, index + 1, now)
+                return
+            call = calls[step]
+            req = VRequest(
+                f"s{index}c{chain}.{step}",
+                _prompt(call, user, turn, f"s{index}c{chain}.{step}_"),
+                call.output_tokens,
+                on_done=lambda _req, t: run_call(chain, step + 1, t),
+            )
+            st.calls.append(req)
+            engine.submit(req, now)
+
+        for chain in range(len(chains)):
+            run_call(chain, 0, at)
+
+    for user in range(users):
+        start(user, 0, user * stagger_s)
+    engine.run()
+    return out
 
 
 def simulate_seed(
@@ -560,50 +624,7 @@ def simulate_seed(
     turns: int = 1,
     stagger_s: float = 0.0,
 ) -> list[SeedTurn]:
-    """The seed's turns on ``profile`` (closed loop: each user starts its next turn
-    when the last one's synthesis is done; user ``i`` starts at ``i * stagger_s``)."""
-    engine = VirtualEngine(profile)
-    out: list[SeedTurn] = []
-
-    def start(user: int, turn: int, at: float) -> None:
-        st = SeedTurn(user=user, started=at)
-        out.append(st)
-
-        def after_synth(req: VRequest, now: float) -> None:
-            if turn + 1 < turns:
-                start(user, turn + 1, now)
-
-        def after_worker(req: VRequest, now: float) -> None:
-            if all(not math.isnan(w.done) for w in st.workers):
-                st.synth = VRequest(
-                    "synth",
-                    _prompt(design.synth, user, turn, "synth"),
-                    design.synth.output_tokens,
-                    on_done=after_synth,
-                )
-                engine.submit(st.synth, now)
-
-        def after_shadow(req: VRequest, now: float) -> None:
-            for i, call in enumerate(design.workers):
-                w = VRequest(
-                    f"worker{i}",
-                    _prompt(call, user, turn, f"w{i}"),
-                    call.output_tokens,
-                    on_done=after_worker,
-                )
-                st.workers.append(w)
-            for w in st.workers:
-                engine.submit(w, now)
-
-        st.shadow = VRequest(
-            "shadow",
-            _prompt(design.shadow, user, turn, "shadow"),
-            design.shadow.output_tokens,
-            on_done=after_shadow,
-        )
-        engine.submit(st.shadow, at)
-
-    for user in range(users):
-        start(user, 0, user * stagger_s)
-    engine.run()
-    return out
+    """The seed's turns on ``profile`` (see :func:`simulate_stages`)."""
+    return simulate_stages(
+        profile, seed_stages(design), users=users, turns=turns, stagger_s=stagger_s
+    )

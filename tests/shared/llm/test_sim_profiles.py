@@ -16,6 +16,7 @@ from coachbus.llm.simprofile import (
     PrefixCache,
     Profile,
     ProfileError,
+    SeedCall,
     VirtualEngine,
     VRequest,
     available,
@@ -24,6 +25,7 @@ from coachbus.llm.simprofile import (
     load_file,
     load_seed_design,
     simulate_seed,
+    simulate_stages,
 )
 from tests.shared.llm.simserver import serve_in_background
 
@@ -232,6 +234,19 @@ def test_the_seed_design_on_each_profile_lands_near_its_headline(name: str) -> N
     headline = p.seed.full_synthesis_s
     assert 0.75 * headline <= turn.full_s <= 1.25 * headline
     assert turn.first_text_s < turn.full_s
+
+
+def test_stages_run_one_after_another_chains_at_once_calls_in_a_chain_in_turn() -> None:
+    p = profile(prefill={"tokens_per_s": 0, "overhead_ms": 0})
+    call = SeedCall(shared_prefix_tokens=0, own_prompt_tokens=10, output_tokens=101)
+    # Stage 1: a chain of two calls beside a chain of one; stage 2: one call.
+    (turn,) = simulate_stages(p, [[[call, call], [call]], [[call]]])
+    # Two decode together at 80 tokens/s (1.25 s), the chain's second alone (1 s),
+    # then the last stage alone (1 s).
+    assert turn.full_s == pytest.approx(3.25)
+    assert len(turn.calls) == 4
+    with pytest.raises(ValueError, match="one call"):
+        simulate_stages(p, [[[call], [call]]])
 
 
 def test_the_seed_design_slows_down_with_sixteen_users() -> None:
