@@ -3,6 +3,7 @@ sleeps), the profile files, and the live simulator's prefix-cache counts."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -280,3 +281,32 @@ async def test_the_live_simulator_counts_prompt_tokens_served_from_the_cache() -
     assert first["cached_tokens"] == 0 and second["cached_tokens"] > 0
     assert second["user_tails"] == ["What if I fail?"]
     assert first["arrived"] <= first["first_token"] <= first["done"]
+
+
+async def test_the_live_simulator_queues_beyond_kv_capacity_until_room_frees(
+    tmp_path: Path,
+) -> None:
+    small = tmp_path / "small.toml"
+    small.write_text(
+        'name = "small"\n[prefill]\ntokens_per_s = 0\n'
+        "[decode]\ntokens_per_s = 1000\n[kv_cache]\ncapacity_tokens = 600\n"
+    )
+    config = SimConfig(profile=load_file(small), time_scale=0.01, seed=3)
+    body = {
+        "model": "Qwen/Qwen3-30B-A3B",
+        "messages": [{"role": "user", "content": "word " * 300}],
+        "max_tokens": 40,
+    }
+    async with serve_in_background(config) as url, httpx.AsyncClient(timeout=30) as client:
+
+        async def call() -> None:
+            (await client.post(f"{url}/chat/completions", json=body)).raise_for_status()
+
+        await asyncio.gather(call(), call())
+        stats = (await client.get(url.removesuffix("/v1") + "/stats")).json()
+    # Each needs ~350 of the 600 tokens: the second waits for the first to end.
+    assert stats["queued"] == 1 and stats["waiting"] == 0
+    first, second = sorted(stats["timeline"], key=lambda r: r["admitted"])
+    assert not first["queued"] and second["queued"]
+    assert second["admitted"] >= first["done"]
+    assert stats["max_kv_used"] <= 600
