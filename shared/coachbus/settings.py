@@ -55,7 +55,7 @@ class KafkaSettings(BaseSettings):
     # With nothing in hand for ``fetch_idle_after_s``, fetches wait this long: idle
     # polling is what a quiet stack burns (see bus.pacing). At or below
     # fetch_max_wait_ms: never changes.
-    fetch_max_wait_idle_ms: int = Field(default=50, ge=0, le=10_000)
+    fetch_max_wait_idle_ms: int = Field(default=250, ge=0, le=10_000)
     fetch_idle_after_s: float = Field(default=5.0, ge=0)
     # LLM calls are long: the poll loop never waits for them (see bus.dispatch),
     # but keep generous head-room for a stalled event loop anyway.
