@@ -375,19 +375,25 @@ def assess(text: str, book: RuleBook | None = None, cal: Calibration | None = No
     history = _history_spans(book, n, index)
     spans = [(g, [m.span() for p in g.rx for m in p.finditer(n, index)]) for g in book.guards]
 
+    covered: dict[str, list[tuple[int, int]]] = {}
+
     def guarded(what: str) -> list[tuple[int, int]]:
-        return history + [sp for g, found in spans if g.covers(what) for sp in found]
+        # Once per category and message, and only when something matched.
+        cover = covered.get(what)
+        if cover is None:
+            cover = history + [sp for g, found in spans if g.covers(what) for sp in found]
+            covered[what] = cover
+        return cover
 
     best: Rule | None = None
     matched: list[str] = []
     rule_ids: list[str] = []
     cue_hits: list[str] = []
     for rule in book.rules:
-        cover = guarded(rule.category.value)
         hit = None
         for p in rule.rx:
             for m in p.finditer(n, index):
-                if _overlaps(m.span(), cover):
+                if _overlaps(m.span(), guarded(rule.category.value)):
                     continue
                 if _negated(book, n, m.start()):
                     cue_hits.append(m.group(0))

@@ -16,7 +16,8 @@ form, and every pattern is written against that form:
   "hell"; "i'm" → "i am"; "won't" → "will not"); the same words typed without the
   apostrophe ("im", "ill", "id") stay as typed, since they are words of their own;
 * other apostrophes inside words dropped ("wär's" and "wärs" are one word);
-* "kms" after a number is kilometres ("ran 5 kms" → "ran 5 km"), not the slang;
+* "kms" after a number or a quantity word is kilometres ("ran 5 kms" → "ran 5 km",
+  "how many kms"), not the slang;
 * a letter repeated three or more times collapsed to one ("dieee" → "die");
 * abbreviations and slang expanded word by word from a data file
   (``content/abbreviations.toml``), so "kms" reads "kill myself";
@@ -87,7 +88,11 @@ _CONTRACTIONS = (
         lambda m: " " + _SPELLED[m.group(1)],
     ),
 )
-_KILOMETRES = re.compile(r"\b(\d+(?:[.,]\d+)?) ?kms\b")
+# "kms" after a number or a quantity word is kilometres ("ran 5 kms", "how many kms
+# per week"); "kms" on its own stays the slang.
+_KILOMETRES = re.compile(
+    r"\b(\d+(?:[.,]\d+)?|many|few|more|less|extra|those|these|wie viele|viele|paar) ?kms\b"
+)
 _SPACE = re.compile(r"\s+")
 _TOKEN = re.compile(r"[a-z0-9]+")
 
