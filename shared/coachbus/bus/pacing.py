@@ -18,6 +18,13 @@ millisecond of a hop shows in a turn, and the consumer asks often. Once it serve
 turns already queue for the LLM and for the CPU; a few milliseconds more per hop
 are nothing next to that, and asking less often gives the CPU back to the work.
 One user sending turn after turn is not load: the wait stays short for them.
+Past ``busy_at`` the wait grows with the load (``busy_ms`` x load / ``busy_at``, at
+most ``BUSY_SCALE_MAX`` x ``busy_ms``): with 16 users in hand on 2 cores a turn
+takes seconds of queueing, yet every consumer still polled 40 times a second, and
+that polling (each fetch lists every assigned partition, encoded and decoded in
+pure Python by aiokafka and scanned by the broker) was most of the CPU a turn cost
+outside the agents' own work. When records keep coming a fetch returns as soon as
+one is there, so a long wait only costs when the stream is sparse.
 
 A replica that has had nothing in hand for ``idle_after_s`` waits ``idle_ms``: the
 embedded stack polled away more than a core of a 2-core machine doing nothing. The
@@ -32,6 +39,9 @@ from __future__ import annotations
 
 import time
 from typing import Any
+
+# How far the busy wait grows with the load (see the module docstring).
+BUSY_SCALE_MAX = 2
 
 
 class FetchPacer:
@@ -64,7 +74,10 @@ class FetchPacer:
         if load > 0:
             self._active_at = now
         if load >= self.busy_at:
-            return self.busy_ms
+            if self.busy_ms <= self.base_ms:
+                return self.busy_ms  # busy pacing off: nothing to scale
+            scaled = self.busy_ms * load // self.busy_at
+            return min(scaled, self.busy_ms * BUSY_SCALE_MAX)
         if now - self._active_at >= self.idle_after_s:
             return self.idle_ms
         return self.base_ms

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from coachbus.bus import dispatch
+from coachbus.bus import dispatch, pacing
 from coachbus.bus.dispatch import KeyedDispatcher, Record
 from coachbus.bus.pacing import FetchPacer
 from coachbus.settings import KafkaSettings
@@ -41,12 +41,21 @@ def _instant_dispatcher(pacer: FetchPacer) -> KeyedDispatcher:
 
 def test_wait_follows_the_number_of_users_in_hand() -> None:
     pacer = FetchPacer(base_ms=5, busy_ms=25, busy_at=4)
-    assert [pacer.wait_for(n) for n in (0, 1, 3, 4, 64)] == [5, 5, 5, 25, 25]
+    assert [pacer.wait_for(n) for n in (0, 1, 3, 4)] == [5, 5, 5, 25]
     consumer = PacedConsumer(5)
-    pacer.apply(consumer, 10)
+    pacer.apply(consumer, 4)
     assert consumer.wait_ms == 25
     pacer.apply(consumer, 0)
     assert consumer.wait_ms == 5
+
+
+def test_the_busy_wait_grows_with_the_load_up_to_a_bound() -> None:
+    # Turns queue for the CPU: polling less often gives it back to them.
+    pacer = FetchPacer(base_ms=5, busy_ms=25, busy_at=4)
+    waits = [pacer.wait_for(n) for n in (4, 5, 6, 7, 8, 64)]
+    assert waits == sorted(waits)
+    assert waits[0] == 25
+    assert waits[-1] == 25 * pacing.BUSY_SCALE_MAX
 
 
 def test_a_busy_wait_not_above_the_base_changes_nothing() -> None:
@@ -121,7 +130,7 @@ def test_a_quiet_replica_goes_idle_and_the_next_record_ends_it() -> None:
     assert pacer.wait_for(0, now=105.5) == 50  # idle
     assert pacer.wait_for(1, now=106.0) == 5  # a record: awake at once
     assert pacer.wait_for(0, now=110.0) == 5
-    assert pacer.wait_for(8, now=111.0) == 25  # busy wins over everything
+    assert pacer.wait_for(4, now=111.0) == 25  # busy wins over everything
     assert pacer.wait_for(0, now=116.5) == 50
 
 
