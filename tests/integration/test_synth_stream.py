@@ -35,11 +35,11 @@ from tests.integration.scripted_llm import Script, ScriptedLLM, serve
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 
 HERE = Path(__file__).parent
-USERS = ("sam", "tom", "uma", "vic", "wes", "xia")
+USERS = ("sam", "tom", "uma", "vic", "wes", "xia", "warm")
 KEYS = {u: f"key-{u}-0123456789" for u in USERS}
 # The turn's LLM budget runs out this long after the message is accepted; the
 # stalled script stalls far longer.
-WALL_CLOCK_MS = 9_000
+WALL_CLOCK_MS = 12_000
 
 GOOD = (
     "Thanks for telling me how the thesis is going. It sounds like tidying your notes "
@@ -88,7 +88,7 @@ async def stack(
     async with serve(llm) as base_url:
         env = stack_env(
             f"ss{uuid.uuid4().hex[:8]}.",
-            deadline_ms=6_000,
+            deadline_ms=8_000,
             COACHBUS_API_KEYS=",".join(f"{u}:{k}" for u, k in KEYS.items()),
             COACHBUS_TURN_WALL_CLOCK_MS=str(WALL_CLOCK_MS),
             COACHBUS_LLM_BASE_URL=base_url,
@@ -99,6 +99,11 @@ async def stack(
         async with running(
             kafka_bootstrap, tmp_path_factory.mktemp("synth-stream-logs"), env
         ) as rs:
+            # The first turn of a fresh stack waits for the agents' consumers to
+            # join their groups, which on a busy machine can take the whole LLM
+            # budget: one turn first, so every scenario starts on a warm stack.
+            async with httpx.AsyncClient(timeout=30) as client:
+                await _turn(client, rs, "warm", "Hello, I would like to plan my week.")
             yield rs, llm
 
 
