@@ -23,8 +23,6 @@ from services.gateway.review import ReviewQueue
 from services.gateway.turns import TurnStore
 from tests.browser.cdp import Page
 
-pytestmark = pytest.mark.unit  # a browser, but no broker and no stack
-
 USER, KEY = "dana", "key-dana-0123456789"
 PIECES = ["Thanks for telling me.", " Tidying feels safer than writing."]
 FINAL = "Thanks for telling me. Tidying feels safer than writing. Which day suits you?"
