@@ -44,7 +44,10 @@ runtime = AgentRuntime("synth")
 router = KafkaRouter()
 _replies: TypeAdapter[Reply] = TypeAdapter(Reply)
 _input_topic = runtime.topic(Topic.USER_MESSAGES)
-_limit = runtime.settings.max_message_chars * 4 + 262_144
+# A user message is held to the same byte limit as at every other agent; results and
+# replies carry more than the message (settings say how much and why).
+_message_limit = runtime.settings.max_message_bytes
+_result_limit = runtime.settings.max_result_bytes
 # How far back in the replies topic to look for finals already sent, per partition.
 FINALS_LOOKBACK = 20_000
 
@@ -264,7 +267,7 @@ join = Join(required=list(runtime.settings.synth_required_agents), finalize=fina
 async def handle(record: Record) -> Hold | None:
     try:
         if record.topic == _input_topic:
-            message = decode(record.value, UserInputAdapter, max_bytes=_limit)
+            message = decode(record.value, UserInputAdapter, max_bytes=_message_limit)
             if isinstance(message, EraseRequest):
                 join.forget_user(message.user_id)
                 # Tombstones its memory record, applies the watermark (a turn being
@@ -276,7 +279,7 @@ async def handle(record: Record) -> Hold | None:
                 return None
             hold = join.add_message(message, record.partition, record_context(record))
         else:
-            result: AgentResult = decode(record.value, AgentResultAdapter, max_bytes=_limit)
+            result: AgentResult = decode(record.value, AgentResultAdapter, max_bytes=_result_limit)
             hold = join.add_result(result, record.partition)
     except DecodeError as exc:
         await runtime.dead_letter(record, exc.reason, exc.error_type)
@@ -296,7 +299,7 @@ async def _remember_finals(partitions: set[int]) -> None:
     finals = 0
     for _partition, _key, value in tail:
         try:
-            reply = decode(value, _replies, max_bytes=_limit)
+            reply = decode(value, _replies, max_bytes=_result_limit)
         except DecodeError:
             continue
         if reply.kind == "final":

@@ -629,7 +629,7 @@ function renderGoals(shadow) {
   for (const goal of goals) {
     const item = el("li", { cls: "goal", attrs: { "data-goal-id": goal.goal_id } });
     const head = el("div", { cls: "goal-head" }, el("span", { cls: "goal-text", text: goal.text }));
-    if (goal.topic) head.append(el("span", { cls: "chip", text: human(goal.topic) }));
+    if (goal.domain) head.append(el("span", { cls: "chip", text: human(goal.domain) }));
     if (avoided.has(goal.goal_id)) head.append(el("span", { cls: "chip chip-warn", text: "stalling" }));
     item.append(head);
     if (goal.quote) item.append(el("blockquote", { cls: "quote", text: `“${goal.quote}”` }));

@@ -24,6 +24,7 @@ from coachbus.contracts.payloads import (
     PersonaPayload,
     PlasticityPayload,
     Register,
+    RiskLevel,
     ShadowPayload,
     StabilityPayload,
 )
@@ -262,7 +263,13 @@ class _AgentResult(Event):
         )
 
 
+# v2: the payload's life-domain fields say "domain" (a v1 record's "topic" names still
+# read, see the payload models' renames).
+DOMAIN_RENAME_VERSION: Literal[2] = 2
+
+
 class ShadowResult(_AgentResult):
+    schema_version: Literal[1, 2] = DOMAIN_RENAME_VERSION  # type: ignore[assignment]
     agent: Literal["shadow"] = "shadow"
     payload: ShadowPayload
 
@@ -283,6 +290,7 @@ class PlasticityResult(_AgentResult):
 
 
 class StabilityResult(_AgentResult):
+    schema_version: Literal[1, 2] = DOMAIN_RENAME_VERSION  # type: ignore[assignment]
     agent: Literal["stability"] = "stability"
     payload: StabilityPayload
 
@@ -349,7 +357,7 @@ class Reply(Event):
 class HumanReviewRequest(Event):
     decision: str = Field(description="the decision kind that escalated, e.g. risk_screen")
     reason: str
-    severity: Literal["low", "moderate", "high", "critical"]
+    severity: RiskLevel
     excerpt: str = Field(description="the user's message, for the reviewer")
 
 
