@@ -154,11 +154,17 @@ async def test_synth_prose_from_the_model_when_it_passes_the_validator(wire: Any
     w = wire(synth)
     msg, outcome = _outcome("I want to build a startup one day, maybe next year.")
     outcome.confidence = 0.5  # below the policy's bar: the model is asked
-    w.script.answers = [json.dumps({"text": GOOD_PROSE})]
+    # Synthesis is written as plain text, so it can be streamed sentence by sentence.
+    w.script.answers = [GOOD_PROSE]
     written = await synth.prose(msg, outcome)
     assert written.tier == "small"
     assert written.value == GOOD_PROSE
     assert written.usage.llm_calls == 1
+    # Each checked sentence went out as a final_delta, in order, and they join up to
+    # the reply (the whole final itself is finalize's to send).
+    deltas = [e for _, e in w.published if getattr(e, "kind", None) == "final_delta"]
+    assert deltas and [d.seq for d in deltas] == list(range(len(deltas)))
+    assert "".join(d.text for d in deltas).strip() == GOOD_PROSE
     # The model saw the sheet as a brief, never another agent's payload.
     prompt = w.script.instructions()
     assert "Brief:" in prompt and "stated_goals" not in prompt and "ocean" not in prompt
@@ -173,7 +179,7 @@ async def test_synth_repairs_a_blocked_step_then_falls_back(wire: Any) -> None:
     marker = outcome.sheet.never_say[0].markers[0]
     bad = f"You should {marker} right away, that is the bold move you described here today."
     outcome.confidence = 0.5
-    w.script.answers = [json.dumps({"text": bad})] * 6
+    w.script.answers = [bad] * 6
     written = await synth.prose(msg, outcome)
     assert written.tier == "deterministic"
     assert written.fallback_reason is not None
