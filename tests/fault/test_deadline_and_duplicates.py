@@ -11,55 +11,52 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 
 import httpx
 import pytest
-import pytest_asyncio
 
 from coachbus.contracts import UserMessage
-from tests.fault.conftest import (
-    by_event,
-    new_prefix,
-    post_turn,
-    produce,
-    read_topic,
-    replies_for,
-    running,
-    stack_env,
-)
+from tests.fault.conftest import by_event, post_turn, produce, read_topic, replies_for
 from tests.integration.conftest import RunningStack, events
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 
 
-@pytest_asyncio.fixture(scope="module")
-async def short_deadline_stack(
-    kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[RunningStack]:
-    # Long enough that healthy agents make it on a loaded machine, short enough to wait for.
-    env = stack_env(new_prefix("dl"), deadline_ms=4_000)
-    async with running(kafka_bootstrap, tmp_path_factory.mktemp("deadline-logs"), env) as rs:
-        yield rs
+# The slow agent's turns are published straight onto user-messages with their own
+# deadline, so they need no private stack with a short one: long enough that healthy
+# agents make it on a loaded machine, short enough to wait for. (The gateway's own
+# deadline, 15 s on the shared stack, is proven in tests/integration/test_pipeline.py.)
+SLOW_DEADLINE_MS = 4_000
 
 
 async def test_agent_slower_than_deadline_degrades_and_late_result_is_dropped(
-    short_deadline_stack: RunningStack,
+    running_stack: RunningStack,
 ) -> None:
-    rs = short_deadline_stack
+    rs = running_stack
     supervisor = rs.stack.supervisor
     assert supervisor is not None
+    messages = [
+        UserMessage.create(
+            user_id="alice",
+            session_id="dl",
+            text=f"Slow turn {i}: I want to read more.",
+            deadline_ms=SLOW_DEADLINE_MS,
+            max_tokens=24_000,
+            wall_clock_ms=60_000,
+        )
+        for i in range(4)
+    ]
+    turns = [m.turn_id for m in messages]
     await supervisor.stop_service("plasticity")
     try:
-        async with httpx.AsyncClient(timeout=30) as client:
-            turns = [
-                await post_turn(client, rs, "alice", f"Slow turn {i}: I want to read more.", "dl")
-                for i in range(4)
-            ]
-            stream = await events(client, rs, "alice", turns[0], timeout=60)
+        raw = [(b"alice", m.model_dump_json().encode()) for m in messages]
+        await produce(rs.bootstrap, f"{rs.prefix}user-messages", raw)
         replies = await replies_for(rs, set(turns), timeout=60)
+        async with httpx.AsyncClient(timeout=30) as client:
+            stream = await events(client, rs, "alice", turns[0], timeout=60)
     finally:
         await supervisor.start_service("plasticity")
+    # The gateway shows the turn's one final: degraded, naming the missing agent.
     finals = by_event(stream)["final"]
     assert len(finals) == 1
     assert finals[0]["degraded"] is True
