@@ -19,6 +19,10 @@ KEYS = {
     # The OpenAPI fuzz's own users: it erases and answers reviews at random.
     "hugo": "key-hugo-0123456789",
     "rita": "key-carol-0123456789x",
+    # The scripted conversation's users (tests/integration/test_minds.py).
+    "alex": "key-alex-0123456789",
+    "jonas": "key-jonas-0123456789",
+    "frau_berger": "key-frau_berger-0123456789",
 }
 REVIEWERS = {"carol", "rita"}
 

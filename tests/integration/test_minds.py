@@ -1,6 +1,8 @@
 """The minds end to end: the scripted conversation through the real pipeline (seven
-processes, embedded broker), once on the deterministic tier and once thinking
-through the LLM simulator, checking the issue's "Done when"."""
+processes, embedded broker), once on the deterministic tier (the session's shared
+stack: its users are this module's alone) and once thinking through the LLM
+simulator (a private stack: it reconfigures every agent), checking the issue's
+"Done when"."""
 
 from __future__ import annotations
 
@@ -16,17 +18,20 @@ from typing import Any
 
 import httpx
 import pytest
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from coachbus.embedded.stack import Stack, StackConfig
 from coachbus.llm.sim import SimConfig, serve_in_background
 from coachbus.safety import CATALOGUE
 from tests.fixtures.conversation import CONVERSATION, ScriptedTurn, turns_for
+from tests.integration.conftest import KEYS as SHARED_KEYS
+from tests.integration.conftest import RunningStack
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 
 USERS = ("alex", "jonas", "frau_berger")
-KEYS = {u: f"key-{u}-0123456789" for u in USERS}
+# The shared stack knows these users' keys (tests/integration/conftest.py).
+KEYS = {u: SHARED_KEYS[u] for u in USERS}
 # What a merged reply must never show: agent names, field names, JSON, brackets.
 ARTEFACTS = re.compile(
     r"\b(?:shadow|persona|plasticity|synth|coachbus)\b|\b[a-z]+_[a-z0-9_]+\b|"
@@ -41,6 +46,10 @@ class Pipeline:
         self.url = stack.gateway_url
         self.prefix = prefix
         self.bootstrap = bootstrap
+
+    @classmethod
+    def shared(cls, rs: RunningStack) -> Pipeline:
+        return cls(rs.stack, rs.prefix, rs.bootstrap)
 
 
 @asynccontextmanager
@@ -131,19 +140,29 @@ async def converse(
 
 
 async def topic_values(p: Pipeline, topic: str, timeout: float = 5) -> list[dict[str, Any]]:
+    """Everything on the topic so far, read up to its end offsets (on the shared
+    stack the topic holds every module's records: one fetch may not bring them all)."""
+    name = p.prefix + topic
     consumer = AIOKafkaConsumer(
-        p.prefix + topic,
-        bootstrap_servers=p.bootstrap,
-        auto_offset_reset="earliest",
-        enable_auto_commit=False,
-        fetch_max_wait_ms=10,
+        bootstrap_servers=p.bootstrap, enable_auto_commit=False, fetch_max_wait_ms=10
     )
     await consumer.start()
     out: list[dict[str, Any]] = []
     try:
-        batch = await consumer.getmany(timeout_ms=int(timeout * 1000))
-        for records in batch.values():
-            out.extend(json.loads(r.value) for r in records if r.value)
+        await consumer.topics()  # metadata, so the topic's partitions are known
+        tps = [TopicPartition(name, n) for n in sorted(consumer.partitions_for_topic(name) or ())]
+        consumer.assign(tps)
+        await consumer.seek_to_beginning(*tps)
+        ends = await consumer.end_offsets(tps)
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + timeout
+        while loop.time() < give_up:
+            positions = [await consumer.position(tp) for tp in ends]
+            if all(at >= end for at, end in zip(positions, ends.values(), strict=True)):
+                break
+            batch = await consumer.getmany(timeout_ms=200)
+            for records in batch.values():
+                out.extend(json.loads(r.value) for r in records if r.value)
     finally:
         await consumer.stop()
     return out
@@ -188,41 +207,41 @@ def check_done_when(played: dict[str, list[dict[str, Any]]], reviews: list[dict[
         assert t["agents"]["stability"]["payload"]["crisis"]["category"] == t["turn"].expect_crisis
 
 
-async def test_conversation_on_the_deterministic_tier(kafka_bootstrap: str, tmp_path: Path) -> None:
-    async with pipeline(kafka_bootstrap, tmp_path, None) as p:
-        played = await converse(p, list(CONVERSATION), "det")
-        reviews = await topic_values(p, "human-review")
-        check_done_when(played, reviews)
-        for t in (t for turns in played.values() for t in turns):
-            tiers = {a["tier"] for a in t["agents"].values()}
-            assert tiers == {"deterministic"}, (t["turn"].turn_id, tiers)
-            assert t["final"]["tier"] == "deterministic" and not t["deltas"]
+async def test_conversation_on_the_deterministic_tier(running_stack: RunningStack) -> None:
+    # The shared stack: deterministic tier, and the restart of Shadow below ends with
+    # Shadow healthy again (tests/conftest.py).
+    p = Pipeline.shared(running_stack)
+    played = await converse(p, list(CONVERSATION), "det")
+    reviews = await topic_values(p, "human-review")
+    check_done_when(played, reviews)
+    for t in (t for turns in played.values() for t in turns):
+        tiers = {a["tier"] for a in t["agents"].values()}
+        assert tiers == {"deterministic"}, (t["turn"].turn_id, tiers)
+        assert t["final"]["tier"] == "deterministic" and not t["deltas"]
 
-        # The blackboard survives a restart of its writer: it comes back from the topic.
-        before = played["alex"][-1]["agents"]["shadow"]["payload"]
-        supervisor = p.stack.supervisor
-        assert supervisor is not None
-        await supervisor.stop_service("shadow")
-        await supervisor.start_service("shadow")
-        await supervisor.wait_healthy("shadow")
-        last = turns_for("alex")[-1]
-        async with httpx.AsyncClient(timeout=30) as client:
-            again = await play(client, p, last, f"det-{last.session_id}")
-        # The restarted Shadow may still be joining its group when the turn's deadline
-        # passes (Synth then answers degraded), so its result is read from its topic.
-        after = again["agents"].get("shadow", {}).get("payload")
-        deadline = time.monotonic() + 30
-        while after is None and time.monotonic() < deadline:
-            mine = [
-                r
-                for r in await topic_values(p, "agent.shadow", 1)
-                if r["turn_id"] == again["turn_id"]
-            ]
-            after = mine[0]["payload"] if mine else None
-        assert after is not None, "the restarted Shadow never answered"
-        assert after["blackboard_version"] == before["blackboard_version"] + 1
-        kept = {p["pattern"] for p in before["patterns"]}
-        assert kept <= {p["pattern"] for p in after["patterns"]}
+    # The blackboard survives a restart of its writer: it comes back from the topic.
+    before = played["alex"][-1]["agents"]["shadow"]["payload"]
+    supervisor = p.stack.supervisor
+    assert supervisor is not None
+    await supervisor.stop_service("shadow")
+    await supervisor.start_service("shadow")
+    await supervisor.wait_healthy("shadow")
+    last = turns_for("alex")[-1]
+    async with httpx.AsyncClient(timeout=30) as client:
+        again = await play(client, p, last, f"det-{last.session_id}")
+    # The restarted Shadow may still be joining its group when the turn's deadline
+    # passes (Synth then answers degraded), so its result is read from its topic.
+    after = again["agents"].get("shadow", {}).get("payload")
+    deadline = time.monotonic() + 30
+    while after is None and time.monotonic() < deadline:
+        mine = [
+            r for r in await topic_values(p, "agent.shadow") if r["turn_id"] == again["turn_id"]
+        ]
+        after = mine[0]["payload"] if mine else None
+    assert after is not None, "the restarted Shadow never answered"
+    assert after["blackboard_version"] == before["blackboard_version"] + 1
+    kept = {p["pattern"] for p in before["patterns"]}
+    assert kept <= {p["pattern"] for p in after["patterns"]}
 
 
 async def test_conversation_through_the_simulator(kafka_bootstrap: str, tmp_path: Path) -> None:
