@@ -16,8 +16,14 @@ from tests.integration.conftest import KEYS, RunningStack
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 
-MAX_EXAMPLES = 25
-MAX_TIME_S = 40
+# Bounded by examples, not by time: with --max-time schemathesis fuzzes until the
+# time is spent (40 s per role was most of this module's cost), and on a loaded
+# machine a time budget can run out before a phase tests anything. Ten examples per
+# operation still runs, for each role and every operation, the coverage phase's
+# boundary and negative inputs, ten generated requests and ten stateful scenarios
+# (~300 requests per role): every response checked for 5xx, schema conformance and
+# the rejection of invalid data. The seed is fixed, so a run is repeatable.
+MAX_EXAMPLES = 10
 
 
 def _schemathesis() -> list[str]:
@@ -57,8 +63,6 @@ async def test_openapi_fuzz_no_server_errors(
         "not_a_server_error,response_schema_conformance,negative_data_rejection",
         "--max-examples",
         str(MAX_EXAMPLES),
-        "--max-time",
-        str(MAX_TIME_S),
         "--request-timeout",
         "30",
         # One worker: CPython 3.11's ast.parse is not thread-safe (hypothesis calls it

@@ -29,8 +29,8 @@ from coachbus.memory import context_for, remember
 from coachbus.safety import CATALOGUE
 from coachbus.text import find_markers
 from tests.fault.conftest import by_event, post_turn
-from tests.integration.conftest import RunningStack, events
 from tests.fixtures.replay import results_for
+from tests.integration.conftest import RunningStack, events
 
 # What only Alice ever says: none of it may surface in Bob's turns.
 ALICE_FACTS = [
