@@ -42,7 +42,14 @@ async def chaos_stack(
         StackConfig.ephemeral(
             bootstrap=kafka_bootstrap,
             log_dir=tmp_path_factory.mktemp("chaos-logs"),
-            env=_env(prefix),
+            env={
+                **_env(prefix),
+                # A killed consumer's partitions move once the broker gives up on it
+                # (the session timeout): 2 s instead of the 6 s default lets each kill
+                # below recover sooner; the heartbeat stays well inside it.
+                "KAFKA_SESSION_TIMEOUT_MS": "2000",
+                "KAFKA_HEARTBEAT_INTERVAL_MS": "300",
+            },
         )
     )
     await stack.start()

@@ -22,6 +22,7 @@ USERS = [f"er{n}" for n in range(8)]
 REVIEWER = "rev"
 KEYS = {u: f"key-{u}-0123456789" for u in [*USERS, REVIEWER]}
 RATE = 30
+DEADLINE_MS = 6000
 GOAL = "I want to finish my thesis, but I keep reorganising my notes"
 CRISIS = "I want to kill myself, there is no way out"
 
@@ -44,7 +45,7 @@ async def stack(
             "COACHBUS_API_KEYS": ",".join(
                 f"{u}:{k}:reviewer" if u == REVIEWER else f"{u}:{k}" for u, k in KEYS.items()
             ),
-            "COACHBUS_TURN_DEADLINE_MS": "6000",
+            "COACHBUS_TURN_DEADLINE_MS": str(DEADLINE_MS),
             "COACHBUS_RATE_LIMIT_PER_MINUTE": str(RATE),
         },
     )
@@ -231,6 +232,7 @@ async def test_synth_writes_no_memory_for_a_turn_of_before_the_erase(
         await supervisor.stop_service("synth")
         try:
             turn_id = await _send(client, rs, user, GOAL)
+            sent = asyncio.get_running_loop().time()
             async with asyncio.timeout(30):  # the agents answered it
                 while True:
                     view = await client.get(f"{rs.url}/v1/turns/{turn_id}", headers=headers(user))
@@ -243,8 +245,11 @@ async def test_synth_writes_no_memory_for_a_turn_of_before_the_erase(
             await supervisor.start_service("synth")
             await supervisor.wait_healthy("synth", timeout_s=60)
         await _erase_complete(client, rs, user)  # synth confirmed: it read the erase
-        # Past the turn's deadline: a final Synth would have sent by now.
-        await asyncio.sleep(7)
+        # Past the turn's deadline (2 s of room for a late final to land) and 3 s
+        # after Synth read the erase: a final Synth would have sent by now. Synth's
+        # restart usually spent most of the deadline already.
+        past_deadline = sent + DEADLINE_MS / 1000 + 2 - asyncio.get_running_loop().time()
+        await asyncio.sleep(max(3.0, past_deadline))
         memory = (await read_latest(kafka, f"{rs.prefix}memory")).get(user)
         assert memory is None or memory[1] is None
         replies = await read_topic(rs.bootstrap, f"{rs.prefix}replies", timeout=3, settle=0)
