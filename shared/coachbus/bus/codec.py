@@ -37,6 +37,7 @@ def encode(event: BaseModel) -> bytes:
 # A JSON string (escapes included): what a depth count must skip.
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"{}[]")
+_NOT_OPENERS = bytes(b for b in range(256) if b not in b"{[")
 
 
 def _depth(raw: bytes) -> int:
@@ -53,6 +54,17 @@ def _depth(raw: bytes) -> int:
     return best
 
 
+def _too_deep(raw: bytes) -> bool:
+    """Whether the JSON nests deeper than ``MAX_DEPTH``. Each level needs an opening
+    bracket, so a body with no more of them than the limit (strings included: every
+    message the services write, a few to two dozen) cannot be; counting them is one
+    pass in C, ten times cheaper than measuring the depth (~60 us for a 2.5 KB body,
+    paid on every record the gateway and Synth read)."""
+    if len(raw.translate(None, _NOT_OPENERS)) <= MAX_DEPTH:
+        return False
+    return _depth(raw) > MAX_DEPTH
+
+
 def decode(raw: bytes | None, adapter: TypeAdapter[M], *, max_bytes: int) -> M:
     """Parse ``raw`` as the adapter's type or raise :class:`DecodeError` with the reason."""
     if raw is None or raw == b"":
@@ -63,7 +75,7 @@ def decode(raw: bytes | None, adapter: TypeAdapter[M], *, max_bytes: int) -> M:
         raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise DecodeError(f"body is not valid UTF-8: {exc}", "bad_utf8") from None
-    if _depth(raw) > MAX_DEPTH:
+    if _too_deep(raw):
         raise DecodeError(f"JSON nested deeper than {MAX_DEPTH}", "too_deep")
     try:
         head: Any = _json.decode(raw)

@@ -58,3 +58,15 @@ def test_brackets_inside_strings_do_not_count_as_depth() -> None:
     )
     decoded = decode(message.model_dump_json().encode(), UserInputAdapter, max_bytes=65_536)
     assert decoded.text == message.text  # type: ignore[union-attr]
+
+
+def test_depth_is_measured_only_past_the_cheap_bound() -> None:
+    from coachbus.bus.codec import MAX_DEPTH, _too_deep
+
+    at_limit = b"[" * MAX_DEPTH + b"]" * MAX_DEPTH
+    assert not _too_deep(at_limit)
+    assert _too_deep(b"[" + at_limit + b"]")
+    # Many brackets side by side (or inside strings) are wide, not deep.
+    wide = b"[" + b",".join(b"[1]" for _ in range(3 * MAX_DEPTH)) + b"]"
+    assert not _too_deep(wide)
+    assert not _too_deep(b'{"a": "' + b"[{" * MAX_DEPTH + b'"}')
