@@ -127,9 +127,11 @@ async def running_stack(
 ) -> AsyncIterator[RunningStack]:
     """The whole pipeline as separate processes, shared by the session.
 
-    A test may stop an agent to prove the deadline, if it starts it again and waits
-    for it to be healthy before it ends; anything else it changes needs a private stack.
-    """
+    A test may stop an agent (to prove the deadline, or that the agent's state comes
+    back from its topics) if it starts it again and waits for it to be healthy before
+    it ends; anything else it changes needs a private stack. A test that needs a
+    shorter deadline publishes its user messages itself, each with its own deadline
+    (tests/fault/test_deadline_and_duplicates.py)."""
     prefix = f"sh{uuid.uuid4().hex[:8]}."
     log_dir = tmp_path_factory.mktemp("shared-stack-logs")
     config = StackConfig.ephemeral(
