@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from coachbus.eval import crisis
-from coachbus.eval.corpus import DEFAULT_DATA, SPLITS, CorpusError, Split, load, load_raw
+from coachbus.eval.corpus import DEFAULT_DATA, SPLITS, CorpusError, load, load_raw, splits
 from coachbus.eval.html import render_html
 from evaluation import decisions
 
@@ -25,7 +25,11 @@ def _parser() -> argparse.ArgumentParser:
         "crisis screen with --llm-base-url the router's LLM tiers side by side.",
     )
     p.add_argument("corpora", nargs="*", metavar="CORPUS", help=f"{', '.join(CORPORA)} or all")
-    p.add_argument("--split", choices=[*SPLITS, "all"], default="dev")
+    p.add_argument(
+        "--split",
+        choices=[*SPLITS, "all"],
+        help="dev (default), calibration, heldout or all; --calibrate reads calibration",
+    )
     p.add_argument("--json", action="store_true", help="print the JSON report")
     p.add_argument("--html", type=Path, help="also write the report as one HTML page")
     p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="folder of the corpora")
@@ -41,24 +45,24 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--calibrate",
         action="store_true",
-        help="write the crisis screen's measured confidences (dev split only)",
+        help="write the crisis screen's measured confidences (from the calibration split)",
     )
     p.add_argument("--min-recall", type=float, help="crisis: exit 1 if flagged recall is lower")
     p.add_argument("--min-precision", type=float, help="crisis: exit 1 if precision is lower")
     return p
 
 
-def _splits(split: str) -> tuple[Split, ...]:
-    return SPLITS if split == "all" else (split,)  # type: ignore[return-value]
-
-
 def _crisis(args: argparse.Namespace) -> dict[str, Any] | int:
-    items = [i for s in _splits(args.split) for i in load("crisis", s, args.data)]
+    if args.calibrate and args.split != crisis.CALIBRATION_SPLIT:
+        # Confidence measured on the split the rules are tuned on (dev) is not a
+        # measurement, and heldout stays report-only: only the calibration split.
+        print("coachbus eval: --calibrate reads the calibration split only", file=sys.stderr)
+        return 2
+    items = [
+        i for s in splits("crisis", args.split, args.data) for i in load("crisis", s, args.data)
+    ]
     tiers = [crisis.TierReport("deterministic", crisis.deterministic(items))]
     if args.calibrate:
-        if args.split != "dev":
-            print("coachbus eval: --calibrate reads the dev split only", file=sys.stderr)
-            return 2
         table = crisis.measure_calibration(tiers[0].predictions)
         target = resources.files("coachbus.content").joinpath("crisis/calibration.toml")
         Path(str(target)).write_text(crisis.calibration_toml(table, len(items)), encoding="utf-8")
@@ -85,7 +89,7 @@ def _crisis(args: argparse.Namespace) -> dict[str, Any] | int:
 
 
 def _decision(name: str, args: argparse.Namespace) -> dict[str, Any]:
-    items = [i for s in _splits(args.split) for i in load_raw(name, s, args.data)]
+    items = [i for s in splits(name, args.split, args.data) for i in load_raw(name, s, args.data)]
     listed = args.split == "dev"
     tiers = {"deterministic": decisions.SCORERS[name](items).as_dict(list_items=listed)}
     if args.llm_base_url and name in decisions.ROUTED:
@@ -105,6 +109,8 @@ def _decision(name: str, args: argparse.Namespace) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.split is None:
+        args.split = crisis.CALIBRATION_SPLIT if args.calibrate else "dev"
     names = list(CORPORA) if not args.corpora or args.corpora == ["all"] else args.corpora
     unknown = [n for n in names if n not in CORPORA]
     if unknown:

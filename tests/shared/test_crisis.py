@@ -10,7 +10,7 @@ import pytest
 from coachbus import crisis
 from coachbus.contracts.payloads import CrisisCategory, CrisisScreen
 from coachbus.eval import crisis as evaluation
-from coachbus.eval.corpus import load
+from coachbus.eval.corpus import SPLITS, load, splits
 from coachbus.llm import Policy
 from evaluation import cli as eval_cli
 
@@ -132,19 +132,73 @@ def test_a_model_claim_must_quote_the_message() -> None:
 # --------------------------------------------------------------------------- evaluation
 
 
-def test_committed_calibration_is_what_the_dev_split_measures() -> None:
-    measured = evaluation.measure_calibration(evaluation.deterministic(load("crisis", "dev", DATA)))
+def test_committed_calibration_is_what_the_calibration_split_measures() -> None:
+    # Measured on the calibration split, which no rule is tuned on: on dev, where the
+    # rules are fitted, every answer is right and the screen would claim certainty.
+    items = load("crisis", evaluation.CALIBRATION_SPLIT, DATA)
+    measured = evaluation.measure_calibration(evaluation.deterministic(items))
     assert crisis.calibration().confidence == measured, (
         "content/crisis/calibration.toml is stale: run `coachbus eval crisis --calibrate`"
     )
 
 
+def test_the_calibration_split_is_big_enough_and_covers_every_category() -> None:
+    cal = load("crisis", "calibration", DATA)
+    dev = load("crisis", "dev", DATA)
+    assert len(cal) >= 300
+    langs = {i.language for i in cal}
+    assert langs == {"en", "de"}
+    per_lang = {lang: sum(i.language == lang for i in cal) for lang in langs}
+    assert min(per_lang.values()) >= 0.4 * len(cal), per_lang  # about equally
+    for lang in langs:
+        have = {(i.label, i.category) for i in cal if i.language == lang}
+        assert have == {(i.label, i.category) for i in dev}, lang
+    assert all(i.item_id.startswith(f"crisis-calibration-{i.language}-") for i in cal)
+    # Its own items: none is a dev or heldout message (the split measures new text).
+    others = {i.text for s in ("dev", "heldout") for i in load("crisis", s, DATA)}
+    assert not others & {i.text for i in cal}
+
+
+def test_every_outcome_the_screen_can_give_has_a_measured_confidence() -> None:
+    # An outcome the calibration split never produced would fall back to the lowest
+    # confidence in the table (the uncertain bucket's): measured, not defaulted.
+    kinds = {r.kind for r in crisis.rulebook().rules}
+    assert kinds | {crisis.UNCERTAIN, crisis.CLEAN} <= set(crisis.calibration().confidence)
+
+
+def test_calibrate_reads_only_the_calibration_split(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for split in ("dev", "heldout", "all"):
+        args = ["crisis", "--calibrate", "--split", split, "--data", str(DATA)]
+        assert eval_cli.main(args) == 2
+        assert "calibration split only" in capsys.readouterr().err
+
+
+def test_split_all_is_every_split_a_corpus_has(tmp_path: Path) -> None:
+    assert splits("crisis", "all", DATA) == SPLITS
+    (tmp_path / "steps").mkdir()
+    # A corpus without a calibration file still has "all" (dev and heldout).
+    assert splits("steps", "all", tmp_path) == ("dev", "heldout")
+    assert splits("steps", "calibration", tmp_path) == ("calibration",)
+
+
+def test_eval_cli_calibration_split_lists_no_items(capsys: pytest.CaptureFixture[str]) -> None:
+    # Its misses are never printed: nobody tunes on the split that measures confidence.
+    args = ["crisis", "--split", "calibration", "--json", "--data", str(DATA)]
+    assert eval_cli.main(args) == 0
+    rep = json.loads(capsys.readouterr().out)["corpora"]["crisis"]
+    assert rep["split"] == "calibration"
+    assert "misses" not in rep["tiers"]["deterministic"]
+
+
 # The deterministic tier's measured heldout figures, as floors (a ratchet): the
 # suite fails if a change makes the screen worse on messages no rule was tuned on.
 # The target is recall >= 0.98 and precision >= 0.90; the rules do not reach it yet
-# (see docs/eval.md), and these floors only ever go up.
-HELDOUT_FLOOR_RECALL = 0.74
-HELDOUT_FLOOR_PRECISION = 0.86
+# (recall is short; see docs/eval.md), and these floors only ever go up. Measured:
+# recall 0.800, precision 0.906.
+HELDOUT_FLOOR_RECALL = 0.80
+HELDOUT_FLOOR_PRECISION = 0.90
 
 
 def test_heldout_floors_of_the_deterministic_tier() -> None:

@@ -7,8 +7,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-Split = Literal["dev", "heldout"]
-SPLITS: tuple[Split, ...] = ("dev", "heldout")
+# dev: tuned on. calibration: scored only to measure how often each answer is right
+# (the crisis screen's confidences), never tuned on, and not the test set. heldout:
+# report only. Every corpus has dev and heldout; calibration only where a decision
+# reports a measured confidence (crisis), so it is optional.
+Split = Literal["dev", "calibration", "heldout"]
+SPLITS: tuple[Split, ...] = ("dev", "calibration", "heldout")
+REQUIRED: tuple[Split, ...] = ("dev", "heldout")
 DEFAULT_DATA = Path("tests/data/eval")
 _KEYS = {"id", "text", "language", "label", "category", "source"}
 
@@ -39,9 +44,21 @@ FIELDS: dict[str, tuple[str, ...]] = {
 }
 
 
+def splits(corpus: str, split: str, data: Path = DEFAULT_DATA) -> tuple[Split, ...]:
+    """The splits ``split`` names for a corpus: ``all`` is every split the corpus has
+    (dev and heldout always, calibration where its file exists)."""
+    if split != "all":
+        if split not in SPLITS:
+            raise CorpusError(f"unknown split {split!r}; known: {', '.join(SPLITS)}")
+        return (split,)
+    return tuple(s for s in SPLITS if s in REQUIRED or (data / corpus / f"{s}.jsonl").is_file())
+
+
 def load_raw(corpus: str, split: Split, data: Path = DEFAULT_DATA) -> list[dict[str, Any]]:
     """Every item of a corpus split as a dict, its keys checked against ``FIELDS``."""
     path = data / corpus / f"{split}.jsonl"
+    if not path.is_file() and split not in REQUIRED and (data / corpus).is_dir():
+        raise CorpusError(f"corpus {corpus} has no {split} split (no {path})")
     if not path.is_file():
         raise CorpusError(f"no corpus file {path} (run from the repository root or pass --data)")
     keys = {"id", "language", "source", *FIELDS[corpus]}

@@ -42,9 +42,13 @@ from coachbus.crisis import (
     is_crisis,
     worse,
 )
-from coachbus.eval.corpus import Item
+from coachbus.eval.corpus import Item, Split
 from coachbus.eval.metrics import Binary, percentile, ratio, reliability
 
+# The split the confidences are measured on. Not dev: the rules are tuned on dev, so
+# every answer there is right and the screen would claim a certainty it does not
+# have on new text. Not heldout: that stays the test set, report only.
+CALIBRATION_SPLIT: Split = "calibration"
 LABELS = tuple(c.value for c in CrisisCategory)
 # Columns of the confusion table: the contract categories plus the uncertain outcome.
 PREDICTED = (*LABELS, UNCERTAIN)
@@ -120,9 +124,12 @@ def measure_calibration(predictions: Sequence[Prediction]) -> dict[str, float]:
 def calibration_toml(table: dict[str, float], items: int) -> str:
     lines = [
         "# Measured, not chosen: written by `coachbus eval crisis --calibrate` from the",
-        f"# dev split ({items} items). For each outcome of the deterministic screen (a rule",
-        "# kind, 'uncertain', 'clean'): how often that answer was right, Laplace-smoothed.",
-        "# A test recomputes it from the dev split and fails when this file differs.",
+        f"# calibration split ({items} items). For each outcome of the deterministic screen",
+        "# (a rule kind, 'uncertain', 'clean'): how often that answer was right,",
+        "# Laplace-smoothed. Not from dev: the rules are tuned on dev, where every answer",
+        "# is right, so dev would claim a certainty the screen does not have on new text.",
+        "# Not from heldout: that is the test set. No rule is tuned on the calibration split.",
+        "# A test recomputes it from the calibration split and fails when this file differs.",
         "",
         "[confidence]",
     ]
@@ -215,7 +222,7 @@ def _round(v: float | None) -> float | None:
 
 def report(split: str, tiers: Sequence[TierReport]) -> dict[str, Any]:
     """The JSON report (schema: docs/eval.schema.json). Items are listed on dev only:
-    heldout's misses are never printed, so nobody tunes on them."""
+    calibration's and heldout's misses are never printed, so nobody tunes on them."""
     return {
         "corpus": "crisis",
         "split": split,
@@ -426,6 +433,7 @@ def router_decider(
 
 
 __all__ = [
+    "CALIBRATION_SPLIT",
     "CLEAN",
     "Prediction",
     "TierReport",
