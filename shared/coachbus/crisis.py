@@ -26,9 +26,13 @@ How the deterministic tier decides, on the normalised text (coachbus.normalize):
 
 Rules, guards, cues and negations are data (``content/crisis/rules.toml``). The
 confidence each outcome reports is *measured*, not chosen: ``coachbus eval crisis
---calibrate`` writes ``content/crisis/calibration.toml`` from the dev split (how
-often each rule kind, the uncertain bucket and the clean bucket were right), and a
-test fails when the committed file differs from what the dev split measures.
+--calibrate`` writes ``content/crisis/calibration.toml`` from the calibration split
+(how often each rule kind, the uncertain bucket and the clean bucket were right on
+text no rule was fitted to: on dev, which the rules are tuned on, every answer
+looks right), and a test fails when the committed file differs from what that
+split measures. "Clean" measures well below the policy's bar: the rules miss about
+one crisis in five on unseen text, so with a model configured every message is
+double-checked (see the risk_screen policy).
 Recall beats precision here: a missed crisis is the costly error, a gentle check-in
 on an ambiguous message costs little.
 """
@@ -321,8 +325,8 @@ class Calibration:
     """Measured confidence per outcome (rule kind, "uncertain", "clean")."""
 
     confidence: dict[str, float]
-    # The value used for an outcome the dev split never produced: the screen has no
-    # evidence for it, so it reports the lowest confidence it knows (conservative).
+    # The value used for an outcome the calibration split never produced: the screen
+    # has no evidence for it, so it reports the lowest confidence it knows.
     unseen: float
 
     def of(self, outcome: str) -> float:

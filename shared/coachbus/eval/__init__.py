@@ -2,6 +2,8 @@
 
 Corpora are JSON Lines under ``tests/data/eval/<corpus>/<split>.jsonl``, written by
 us. The ``dev`` split is what rules, prompts and thresholds are tuned on; the
-``heldout`` split is only ever scored, and a report on it never lists items (so
-nobody tunes on it by reading its misses).
+crisis corpus's ``calibration`` split is only used to measure the confidence each
+outcome reports (on text nothing was fitted to); the ``heldout`` split is only ever
+scored. Reports on either never list items (so nobody tunes on them by reading
+their misses).
 """
