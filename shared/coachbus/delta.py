@@ -40,13 +40,11 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
 
-from prometheus_client import Histogram
 from pydantic import BaseModel
 
 from coachbus.contracts import Usage
 from coachbus.llm import ChatRequest, ChatResult, LLMClient, LLMTier, OutputError, TokenCounter
 from coachbus.llm.tokens import count_messages
-from coachbus.metrics import LATENCY_BUCKETS, REGISTRY
 from coachbus.replycheck import LANGUAGE_AFTER_WORDS, check_reply
 from coachbus.text import Language, Register, word_count
 
@@ -63,17 +61,6 @@ _SENTENCE_END = re.compile(r"[.!?…](?:\s|$)")
 # brackets included) followed by white space, or a line break. The white space
 # must have arrived: "3." at the end of the text so far may still become "3.5".
 _SENTENCE_BREAK = re.compile(r"[.!?…]+[\"'”’“»«)\]]*\s+|\n\s*")
-
-# Defined here rather than in coachbus.metrics (not this module's owner's file):
-# the same registry and buckets, so /metrics shows it beside the others.
-SYNTH_FIRST_TEXT = Histogram(
-    "coachbus_synth_first_text_seconds",
-    "From the turn's creation to the first text of the synthesis the user can read: "
-    "its first final_delta when streamed, else the final reply.",
-    ["path", "tier"],
-    buckets=LATENCY_BUCKETS,
-    registry=REGISTRY,
-)
 
 Publish = Callable[[str, int], Awaitable[None]]
 Check = Callable[[str], list[str]]

@@ -78,6 +78,15 @@ COACH_FIRST_REPLY = Histogram(
     buckets=LATENCY_BUCKETS,
     registry=REGISTRY,
 )
+SYNTH_FIRST_TEXT = Histogram(
+    "coachbus_synth_first_text_seconds",
+    "From the turn's creation to the first text of the synthesis the user can read: "
+    "its first final_delta when streamed, else the final reply.",
+    ["path", "tier"],
+    buckets=LATENCY_BUCKETS,
+    registry=REGISTRY,
+)
+
 REPAIR_ATTEMPTS = Histogram(
     "coachbus_repair_attempts",
     "Attempts one generate-evaluate-repair loop took.",

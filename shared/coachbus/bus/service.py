@@ -16,7 +16,6 @@ import hashlib
 import json
 import logging
 import time
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
@@ -35,6 +34,7 @@ from prometheus_client import make_asgi_app
 from pydantic import BaseModel, TypeAdapter
 
 from coachbus import __version__
+from coachbus.bounded import BoundedSet
 from coachbus.bus.admin import ensure_topics, wait_for_broker
 from coachbus.bus.codec import JSON_HEADERS, DecodeError, decode, encode
 from coachbus.bus.dispatch import Hold, KeyedDispatcher, Record
@@ -154,21 +154,12 @@ def record_context(record: Record) -> Context:
     return extract_context(dict(record.headers or ()))
 
 
-class AnsweredTurns:
-    """A bounded set of turn ids this agent has published a result for."""
+class AnsweredTurns(BoundedSet[str]):
+    """A bounded set of turn ids this agent has published a result for (the one
+    bounded set, :class:`coachbus.bounded.BoundedSet`, taught from its topic's tail)."""
 
     def __init__(self, capacity: int = 50_000) -> None:
-        self._ids: OrderedDict[str, None] = OrderedDict()
-        self._capacity = capacity
-
-    def __contains__(self, turn_id: object) -> bool:
-        return turn_id in self._ids
-
-    def add(self, turn_id: str) -> None:
-        self._ids[turn_id] = None
-        self._ids.move_to_end(turn_id)
-        while len(self._ids) > self._capacity:
-            self._ids.popitem(last=False)
+        super().__init__(capacity)
 
     def learn(self, values: Iterable[bytes | None]) -> None:
         for value in values:
