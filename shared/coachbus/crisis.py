@@ -41,6 +41,8 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections import OrderedDict
+from contextlib import suppress
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -370,10 +372,46 @@ def _negated(book: RuleBook, text: str, start: int) -> bool:
     return book.negation.search(window) is not None
 
 
+# Screens already made, by exact text. Coach, Stability, Shadow and Synth each screen
+# a turn's message (Shadow and Synth twice), so a process screened the same text
+# several times per turn. A Finding is frozen (tuples only), so a cached one can be
+# shared; the memo holds the rule book and calibration it was computed with and is
+# emptied when either changes (tests that load another book stay correct).
+_MEMO_SIZE = 256
+_memo: OrderedDict[str, Finding] = OrderedDict()
+_memo_for: tuple[RuleBook, Calibration] | None = None
+
+
+def clear_memo() -> None:
+    """Forget every screen made (tests, and a benchmark of the uncached cost)."""
+    global _memo_for
+    _memo.clear()
+    _memo_for = None
+
+
 def assess(text: str, book: RuleBook | None = None, cal: Calibration | None = None) -> Finding:
     """The deterministic crisis screen of one message, with what it matched."""
+    global _memo_for
     book = book or rulebook()
     cal = cal or calibration()
+    owner = _memo_for
+    if owner is None or owner[0] is not book or owner[1] is not cal:
+        _memo.clear()
+        _memo_for = (book, cal)
+    found = _memo.get(text)
+    if found is not None:
+        with suppress(KeyError):  # evicted meanwhile by another thread: still right
+            _memo.move_to_end(text)
+        return found
+    found = _assess(text, book, cal)
+    _memo[text] = found
+    if len(_memo) > _MEMO_SIZE:
+        with suppress(KeyError):
+            _memo.popitem(last=False)
+    return found
+
+
+def _assess(text: str, book: RuleBook, cal: Calibration) -> Finding:
     n = normalize(text)
     index = _word_index(n)
     history = _history_spans(book, n, index)
@@ -576,6 +614,7 @@ __all__ = [
     "calibration",
     "check_claim",
     "claim_screen",
+    "clear_memo",
     "is_crisis",
     "needs_check_in",
     "parse_rulebook",
