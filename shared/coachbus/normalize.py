@@ -33,7 +33,7 @@ from __future__ import annotations
 import re
 import tomllib
 import unicodedata
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 
 _TYPOGRAPHIC = str.maketrans(
@@ -116,12 +116,36 @@ def _fold(text: str) -> str:
     return _REPEATED.sub(r"\1", text)
 
 
+@cache
+def _abbreviation_rx() -> re.Pattern[str]:
+    """The whole tokens (maximal ``[a-z0-9]+`` runs, like ``_TOKEN``) that are
+    abbreviations: only those are looked up, not every word of the text."""
+    keys = sorted((k for k in _abbreviations() if _TOKEN.fullmatch(k)), key=len, reverse=True)
+    if not keys:
+        return re.compile(r"(?!)")
+    alternation = "|".join(re.escape(k) for k in keys)
+    return re.compile(rf"(?<![a-z0-9])(?:{alternation})(?![a-z0-9])")
+
+
 def normalize(text: str) -> str:
     """The canonical form every screen reads (see the module docstring)."""
+    if len(text) <= _MEMO_MAX_CHARS:
+        return _normalize_memo(text)
+    return _normalize(text)
+
+
+def _normalize(text: str) -> str:
     folded = _KILOMETRES.sub(r"\1 km", _fold(text))
     table = _abbreviations()
-    expanded = _TOKEN.sub(lambda m: table.get(m.group(0), m.group(0)), folded)
+    expanded = _abbreviation_rx().sub(lambda m: table[m.group(0)], folded)
     return _SPACE.sub(" ", expanded).strip()
+
+
+# The same text is normalised by several readers of one turn (the crisis screen,
+# language detection, quote checks, the safety screens): memoised for texts up to a
+# few KB, so the memo stays small; strings are immutable, so sharing is safe.
+_MEMO_MAX_CHARS = 8192
+_normalize_memo = lru_cache(maxsize=512)(_normalize)
 
 
 def fold_pattern(pattern: str) -> str:
