@@ -106,6 +106,13 @@ _INVISIBLE = frozenset(
 _LINE_BREAKS = str.maketrans({"\r": "\n", "\u2028": "\n", "\u2029": "\n", "\x85": "\n"})
 
 
+# Printable ASCII, line feed and tab are always visible: only other characters are
+# looked up one by one (most text is ASCII, and _visible per character was the
+# largest item of the prompt code's profile).
+_MAYBE_INVISIBLE = re.compile(r"[^\n\t\x20-\x7e]+")
+
+
+@lru_cache(maxsize=4096)
 def _visible(ch: str) -> bool:
     if ord(ch) in _INVISIBLE:
         return False
@@ -133,8 +140,19 @@ def sanitize_user_text(text: str) -> str:
     tokens they are plain words inside a data fence, and the agents check quotes
     against the person's words, so deleting words would turn true quotes false.
     """
+    if len(text) <= _MEMO_MAX_CHARS:
+        return _sanitize_memo(text)
+    return _sanitize(text)
+
+
+def _drop_invisible(m: re.Match[str]) -> str:
+    run = m.group(0)
+    return "".join(ch for ch in run if _visible(ch))
+
+
+def _sanitize(text: str) -> str:
     text = unicodedata.normalize("NFKC", text).translate(_LINE_BREAKS)
-    text = "".join(ch for ch in text if _visible(ch))
+    text = _MAYBE_INVISIBLE.sub(_drop_invisible, text)
     # Removing invisibles can bring combining marks together again.
     text = unicodedata.normalize("NFKC", text)
     while True:
@@ -145,6 +163,13 @@ def sanitize_user_text(text: str) -> str:
         text = _STRAY_BAR.sub("", text)
         if text == before:
             return text
+
+
+# A turn's pieces are sanitised once by ``_clean`` and again inside every candidate
+# prompt ``PromptBuilder._fit`` tries (``fence``): memoised, for texts up to a few KB
+# so the memo stays small (strings are immutable: no caller can change a shared one).
+_MEMO_MAX_CHARS = 8192
+_sanitize_memo = lru_cache(maxsize=512)(_sanitize)
 
 
 def fence(about: str, text: str) -> str:
@@ -322,6 +347,12 @@ class PromptBuilder:
         def fits(h: Sequence[str], s: Sequence[Section], p: str) -> bool:
             return self._count(make(h, s, p)) <= limit
 
+        # The usual case: everything fits. Rendered and counted once, not once per
+        # check below (each check would render and count the same messages again).
+        messages = make(history, sections, profile)
+        tokens = self._count(messages)
+        if tokens <= limit:
+            return _Fit(messages, tokens, 0, [], False)
         dropped_h = 0
         if not fits(history, sections, profile):
             # Fewest oldest entries to drop, by bisection (counts are monotone enough).
