@@ -43,7 +43,7 @@ import re
 import tomllib
 from collections import OrderedDict
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from typing import Literal
@@ -117,6 +117,32 @@ class RuleBook:
     # A clause ends here: a negation before it does not reach past it.
     clause_break: re.Pattern[str]
     history: History | None = None
+    # Word start -> ids of the gated patterns that need it (see :func:`_first_words`):
+    # a message's words name the few patterns that can match it, so the hundreds
+    # that cannot are skipped without a call each. Built from the fields above.
+    by_word: dict[str, frozenset[int]] = field(
+        init=False, default_factory=dict, compare=False, repr=False
+    )
+
+    def __post_init__(self) -> None:
+        every = [p for r in self.rules for p in r.rx]
+        every += [p for g in self.guards for p in g.rx]
+        every += list(self.cues)
+        index: dict[str, set[int]] = {}
+        for p in every:
+            for w in p.needs or ():
+                index.setdefault(w, set()).add(id(p))
+        self.by_word.update({w: frozenset(ids) for w, ids in index.items()})
+
+    def live(self, index: WordIndex) -> set[int]:
+        """Ids of the gated patterns a text with these words can match."""
+        by_word = self.by_word
+        out: set[int] = set()
+        for k in index.keys:
+            ids = by_word.get(k)
+            if ids is not None:
+                out |= ids
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -411,11 +437,19 @@ def assess(text: str, book: RuleBook | None = None, cal: Calibration | None = No
     return found
 
 
+def _may(p: Pattern, live: set[int]) -> bool:
+    return p.needs is None or id(p) in live
+
+
 def _assess(text: str, book: RuleBook, cal: Calibration) -> Finding:
     n = normalize(text)
     index = _word_index(n)
     history = _history_spans(book, n, index)
-    spans = [(g, [m.span() for p in g.rx for m in p.finditer(n, index)]) for g in book.guards]
+    live = book.live(index)
+    spans = [
+        (g, [m.span() for p in g.rx if _may(p, live) for m in p.finditer(n, index)])
+        for g in book.guards
+    ]
 
     covered: dict[str, list[tuple[int, int]]] = {}
 
@@ -434,6 +468,8 @@ def _assess(text: str, book: RuleBook, cal: Calibration) -> Finding:
     for rule in book.rules:
         hit = None
         for p in rule.rx:
+            if p.needs is not None and id(p) not in live:
+                continue  # none of the words it needs: it cannot match
             for m in p.finditer(n, index):
                 if _overlaps(m.span(), guarded(rule.category.value)):
                     continue
@@ -460,6 +496,8 @@ def _assess(text: str, book: RuleBook, cal: Calibration) -> Finding:
         )
     cover = guarded("cue")
     for cue in book.cues:
+        if cue.needs is not None and id(cue) not in live:
+            continue
         cue_hits.extend(
             m.group(0) for m in cue.finditer(n, index) if not _overlaps(m.span(), cover)
         )

@@ -248,3 +248,17 @@ def test_prompt_fit_is_unchanged(budget: int) -> None:
                 new.build(ctx, "persona", "Answer as JSON.")
             continue
         assert new.build(ctx, "persona", "Answer as JSON.") == expected
+
+
+def test_skipping_patterns_by_word_changes_no_finding(monkeypatch: pytest.MonkeyPatch) -> None:
+    book, cal = crisis.rulebook(), crisis.calibration()
+    rng = random.Random(23)
+    texts = TRICKY + _corpus_texts()
+    words = " ".join(texts).split()
+    texts += [" ".join(rng.choices(words, k=rng.randint(1, 60))) for _ in range(1500)]
+    gated = [crisis._assess(t, book, cal) for t in texts]
+    every = {id(p) for r in book.rules for p in r.rx}
+    every |= {id(p) for g in book.guards for p in g.rx} | {id(p) for p in book.cues}
+    # Every pattern tried, as before the word map: the same findings.
+    monkeypatch.setattr(crisis.RuleBook, "live", lambda self, index: every)
+    assert [crisis._assess(t, book, cal) for t in texts] == gated
