@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from coachbus.roster import AGENT_SERVICES, GATEWAY, WORKERS
+
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "coachbus"
 DASHBOARD = CHART / "dashboards" / "coachbus.json"
@@ -22,8 +24,8 @@ PROMETHEUS_CONFIG = REPO / "deploy" / "prometheus" / "prometheus.yml"
 COMPOSE = REPO / "docker-compose.yml"
 
 # Every coachbus service: one module `services.<name>.main:app` each.
-SERVICES = ("gateway", "shadow", "persona", "plasticity", "stability", "coach", "synth")
-AGENTS = ("shadow", "persona", "plasticity", "stability", "coach")
+SERVICES = (GATEWAY, *AGENT_SERVICES)
+AGENTS = WORKERS
 
 
 def missing_tool(reason: str) -> None:

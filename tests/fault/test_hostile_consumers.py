@@ -13,12 +13,13 @@ from typing import Any
 import httpx
 import pytest
 
+from coachbus.roster import AGENT_SERVICES
 from tests.fault.conftest import post_turn, produce, read_topic, replies_for
 from tests.integration.conftest import RunningStack
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 
-AGENTS = ("shadow", "persona", "plasticity", "stability", "coach", "synth")
+AGENTS = AGENT_SERVICES
 WRONG_SCHEMA = json.dumps(
     {"schema_version": 1, "turn_id": "t-wrong", "user_id": "mallory", "kind": "message"}
 ).encode()

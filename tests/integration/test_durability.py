@@ -17,11 +17,12 @@ import pytest_asyncio
 from aiokafka import AIOKafkaConsumer
 
 from coachbus.embedded.stack import Stack, StackConfig
+from coachbus.roster import SERVICES as ALL_SERVICES
 from tests.integration.conftest import KEYS, RunningStack, events, send
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 
-SERVICES = ["shadow", "persona", "plasticity", "stability", "coach", "synth", "gateway"]
+SERVICES = list(ALL_SERVICES)
 
 
 def _env(prefix: str, deadline_ms: int = 15000) -> dict[str, str]:

@@ -11,11 +11,12 @@ import httpx
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
+from coachbus.roster import WORKERS
 from tests.integration.conftest import RunningStack, events, send
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 
-AGENTS = {"shadow", "persona", "plasticity", "stability", "coach"}
+AGENTS = set(WORKERS)
 
 
 async def test_round_trip(running_stack: RunningStack) -> None:
@@ -40,8 +41,10 @@ async def test_round_trip(running_stack: RunningStack) -> None:
             assert data["turn_id"] == turn_id
             assert data["tier"] == "deterministic"
             assert data["user_id"] == "alice"
-            # Plasticity's result is v2 (its preferences' `register` became `formality`).
-            assert data["schema_version"] == (2 if data["agent"] == "plasticity" else 1)
+            # v2: Plasticity's (its preferences' `register` became `formality`), and
+            # Shadow's and Stability's (their life-domain fields say `domain`).
+            v2 = {"plasticity", "shadow", "stability"}
+            assert data["schema_version"] == (2 if data["agent"] in v2 else 1)
         shadow = agents["shadow"]["payload"]
         assert any("thesis" in g["text"].lower() for g in shadow["stated_goals"])
         final = stream[-1][1]
