@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import json
 import re
-import socket
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -25,6 +24,8 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+
+from tests.shared.llm.simserver import serve_app
 
 MODELS = ("Qwen/Qwen3-30B-A3B", "Qwen/Qwen3-235B-A22B")
 _PIECES = re.compile(r"\s?\S+|\s+")
@@ -124,29 +125,11 @@ def _usage(pieces: list[str]) -> dict[str, int]:
 @contextlib.asynccontextmanager
 async def serve(llm: ScriptedLLM) -> AsyncIterator[str]:
     """Serve ``llm`` in this event loop on a free port; yields its ``/v1`` base URL."""
-    import uvicorn
-
     app = Starlette(
         routes=[
             Route("/v1/chat/completions", llm.chat, methods=["POST"]),
             Route("/v1/models", llm.models, methods=["GET"]),
         ]
     )
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(
-        uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=1)
-    )
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    try:
-        while not server.started:
-            if task.done():
-                task.result()
-            await asyncio.sleep(0.005)
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        server.should_exit = True
-        await task
-        sock.close()
+    async with serve_app(app) as url:
+        yield url

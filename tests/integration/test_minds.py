@@ -21,11 +21,12 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from coachbus.embedded.stack import Stack, StackConfig
-from coachbus.llm.sim import SimConfig, serve_in_background
+from coachbus.llm.sim import SimConfig
 from coachbus.safety import CATALOGUE
 from tests.fixtures.conversation import CONVERSATION, ScriptedTurn, turns_for
 from tests.integration.conftest import KEYS as SHARED_KEYS
 from tests.integration.conftest import RunningStack
+from tests.shared.llm.simserver import serve_in_background
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 

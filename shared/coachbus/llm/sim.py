@@ -26,7 +26,6 @@ import itertools
 import json
 import random
 import re
-import socket
 import time
 import uuid
 from collections import Counter, deque
@@ -669,36 +668,6 @@ def create_app(config: SimConfig | None = None) -> Starlette:
     )
     app.state.sim = sim
     return app
-
-
-# Test-only: the tests' copy is tests/shared/llm/simserver.py. This one stays until
-# tests/integration/test_minds.py imports that copy instead; then it goes.
-@contextlib.asynccontextmanager
-async def serve_in_background(config: SimConfig | None = None) -> AsyncIterator[str]:
-    """Run the simulator in this event loop on a free port; yields its ``/v1`` base URL."""
-    import uvicorn
-
-    config = config or SimConfig()
-    app = create_app(config)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((config.host, 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(
-        uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=2)
-    )
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    try:
-        while not server.started:
-            if task.done():
-                task.result()
-            await asyncio.sleep(0.005)
-        yield f"http://{config.host}:{port}/v1"
-    finally:
-        app.state.sim.shutdown()
-        server.should_exit = True
-        await task
-        sock.close()
 
 
 def _parser() -> argparse.ArgumentParser:
