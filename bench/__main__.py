@@ -85,6 +85,10 @@ class Plan:
     latency_rounds: int
     # The simulated clock of phase G (1.0 = real time; see bench/latency.py).
     latency_scale: float
+    # How long one turn of phase G may take before the phase fails: a 235B turn
+    # under 16 users takes tens of seconds at real time; the quick run's clock is
+    # 100x faster, so a turn that takes a minute there is lost, not slow.
+    latency_turn_timeout_s: float
 
     @classmethod
     def full(cls) -> Plan:
@@ -113,6 +117,7 @@ class Plan:
             latency_turns_one=10,
             latency_rounds=3,
             latency_scale=1.0,
+            latency_turn_timeout_s=600.0,
         )
 
     @classmethod
@@ -140,6 +145,7 @@ class Plan:
             latency_turns_one=1,
             latency_rounds=1,
             latency_scale=0.01,
+            latency_turn_timeout_s=60.0,
         )
 
 
@@ -564,6 +570,7 @@ async def phase_latency(plan: Plan, log_dir: Path, out: dict[str, Any]) -> None:
             rounds=plan.latency_rounds,
             time_scale=plan.latency_scale,
             overhead_ms=overhead or 0.0,
+            turn_timeout=plan.latency_turn_timeout_s,
         )
     finally:
         await sim.stop()

@@ -376,6 +376,7 @@ async def phase_latency(
     rounds: int,
     time_scale: float,
     overhead_ms: float,
+    turn_timeout: float = 600.0,
 ) -> dict[str, Any]:
     out: dict[str, Any] = {"users": n_users, "time_scale": time_scale, "profiles": {}}
     async with running(stack) as (users, _tap):
@@ -390,7 +391,7 @@ async def phase_latency(
                 rounds=rounds,
                 time_scale=time_scale,
                 overhead_ms=overhead_ms,
-                turn_timeout=600.0,
+                turn_timeout=turn_timeout,
             )
     return out
 

@@ -14,18 +14,41 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import socket
 import subprocess
 import time
 from pathlib import Path
 from types import TracebackType
 
+# Ports handed out come from below the ephemeral ranges (Linux 32768-60999, macOS
+# and Windows 49152-65535). A port the kernel picks for ``bind(0)`` is an ephemeral
+# one: between our check and the service binding it, any outgoing connection (a
+# Kafka client's, on a busy stack) may be given the same number, and the service
+# then fails to bind and restarts into the same taken port for good.
+_PORTS = (20_000, 32_767)
+_handed_out: set[int] = set()
+
 
 def free_port() -> int:
+    """A port on 127.0.0.1 nothing listens on now, not handed out before by this
+    process, outside the ephemeral ranges (falls back to the kernel's choice)."""
+    rng = random.Random()
+    for _ in range(200):
+        port = rng.randint(*_PORTS)
+        if port in _handed_out:
+            continue
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _handed_out.add(port)
+        return port
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+        chosen: int = sock.getsockname()[1]
+        return chosen
 
 
 def port_open(host: str, port: int) -> bool:

@@ -55,6 +55,12 @@ def missing_requirements() -> list[str]:
 
 
 def free_port(host: str = "127.0.0.1") -> int:
+    if host == "127.0.0.1":
+        # The embedded stack's choice: outside the ephemeral range, where no
+        # outgoing connection can take the port before the server binds it.
+        from coachbus.embedded.broker import free_port as loopback_port
+
+        return loopback_port()
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])
