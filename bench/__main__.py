@@ -47,6 +47,7 @@ from bench.harness import (
     Users,
     closed_loop,
     cpu_loop_s,
+    cpu_seconds,
     machine,
     median,
     running,
@@ -224,17 +225,6 @@ def ok_turns(turns: list[Turn]) -> tuple[list[Turn], list[str]]:
 
 
 # ---------------------------------------------------------------------- sampling
-
-
-def cpu_seconds(procs: dict[str, psutil.Process]) -> dict[str, float]:
-    out: dict[str, float] = {}
-    for name, proc in procs.items():
-        try:
-            t = proc.cpu_times()
-            out[name] = t.user + t.system
-        except psutil.Error:
-            out[name] = float("nan")
-    return out
 
 
 def rss_mib(procs: dict[str, psutil.Process]) -> dict[str, float]:

@@ -38,7 +38,7 @@ from typing import Any
 
 import psutil
 
-from bench.harness import BenchStack, SimProcess, closed_loop, cpu_loop_s, running
+from bench.harness import BenchStack, SimProcess, closed_loop, cpu_loop_s, cpu_seconds, running
 from coachbus.settings import KafkaSettings
 
 
@@ -48,17 +48,6 @@ class _NoSim(SimProcess):
     @property
     def base_url(self) -> str:
         return ""
-
-
-def cpu_seconds(procs: dict[str, psutil.Process]) -> dict[str, float]:
-    out: dict[str, float] = {}
-    for name, proc in procs.items():
-        try:
-            t = proc.cpu_times()
-            out[name] = t.user + t.system
-        except psutil.Error:
-            out[name] = float("nan")
-    return out
 
 
 def _spy(procs: dict[str, psutil.Process], target: Path, seconds: float) -> list[Any]:

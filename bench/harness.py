@@ -102,6 +102,18 @@ def machine() -> dict[str, Any]:
     }
 
 
+def cpu_seconds(procs: dict[str, psutil.Process]) -> dict[str, float]:
+    """User + system CPU seconds of each process so far (NaN once it is gone)."""
+    out: dict[str, float] = {}
+    for name, proc in procs.items():
+        try:
+            t = proc.cpu_times()
+            out[name] = t.user + t.system
+        except psutil.Error:
+            out[name] = float("nan")
+    return out
+
+
 def median(values: Sequence[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
