@@ -12,7 +12,9 @@ from typing import Any
 import jsonschema
 import pytest
 
+from coachbus.llm.sim import SimConfig
 from coachbus.replay import assemble, guard, main, save
+from tests.shared.llm.simserver import serve_in_background
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 
@@ -91,6 +93,22 @@ async def test_replay_from_a_file_then_from_its_sandbox_topics(
     recording = tmp_path / "recording.jsonl"
     save(_recording(user), recording)
     first = f"rp{uuid.uuid4().hex[:8]}."
+    # The candidate model: the simulator, instant, served from this test's loop (the
+    # replay runs in a thread). ``--llm sim`` would start one at 80 tokens/s per
+    # sandbox, and the test asks what the harness does, not how fast a model writes.
+    async with serve_in_background(SimConfig(ttft_ms=5, tokens_per_s=0)) as llm:
+        await _replay_twice(kafka_bootstrap, tmp_path, capsys, user, recording, first, llm)
+
+
+async def _replay_twice(
+    kafka_bootstrap: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    user: str,
+    recording: Path,
+    first: str,
+    llm: str,
+) -> None:
     argv = [
         "--from-file",
         str(recording),
@@ -100,8 +118,8 @@ async def test_replay_from_a_file_then_from_its_sandbox_topics(
         kafka_bootstrap,
         "--sandbox-prefix",
         first,
-        "--llm",
-        "sim",
+        "--llm-base-url",
+        llm,
         "--turn-deadline-ms",
         "8000",
         "--turn-timeout",
@@ -137,8 +155,8 @@ async def test_replay_from_a_file_then_from_its_sandbox_topics(
         str(tmp_path / "two"),
         "--sandbox-bootstrap",
         kafka_bootstrap,
-        "--llm",
-        "sim",
+        "--llm-base-url",
+        llm,
         "--turn-deadline-ms",
         "8000",
         "--turn-timeout",
