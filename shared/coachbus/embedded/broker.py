@@ -30,12 +30,30 @@ _PORTS = (20_000, 32_767)
 _handed_out: set[int] = set()
 
 
+def _port_range() -> tuple[int, int]:
+    """``COACHBUS_FREE_PORTS=LOW-HIGH`` narrows the range, so that processes starting
+    stacks side by side (parallel test workers) never pick the same port between a
+    check and a bind; each process only remembers its own ports."""
+    raw = os.environ.get("COACHBUS_FREE_PORTS", "")
+    if not raw:
+        return _PORTS
+    try:
+        low, high = (int(part) for part in raw.split("-", 1))
+    except ValueError:
+        raise ValueError(f"COACHBUS_FREE_PORTS must be LOW-HIGH, not {raw!r}") from None
+    if not 1024 <= low < high <= 65_535:
+        raise ValueError(f"COACHBUS_FREE_PORTS out of range: {raw!r}")
+    return low, high
+
+
 def free_port() -> int:
     """A port on 127.0.0.1 nothing listens on now, not handed out before by this
-    process, outside the ephemeral ranges (falls back to the kernel's choice)."""
+    process, outside the ephemeral ranges unless ``COACHBUS_FREE_PORTS`` says
+    otherwise (falls back to the kernel's choice)."""
     rng = random.Random()
+    ports = _port_range()
     for _ in range(200):
-        port = rng.randint(*_PORTS)
+        port = rng.randint(*ports)
         if port in _handed_out:
             continue
         with socket.socket() as sock:
