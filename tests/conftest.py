@@ -50,9 +50,23 @@ FOLDER_TIERS = {
     "bench": "broker",
 }
 # The one deadline of the shared stack: long enough for healthy agents on a loaded
-# two-core machine (the fault modules' bursts), short enough for the tests that
-# stop an agent and wait for the degraded final.
-SHARED_DEADLINE_MS = 15_000
+# two-core machine (a turn takes well under 2 s there even with two test workers;
+# the fault modules' bursts carry their own deadlines), short enough for the tests
+# that stop an agent and wait for the degraded final.
+SHARED_DEADLINE_MS = 8_000
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Parallel workers (pytest-xdist, `make test`) each start stacks; a port one
+    # worker checked free could be taken by the other's service before its own
+    # binds. Each worker (and every process it starts) draws from its own slice.
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if worker.startswith("gw") and "COACHBUS_FREE_PORTS" not in os.environ:
+        index, count = int(worker[2:]), int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+        low, high = 20_000, 32_767
+        size = (high - low) // max(count, 1)
+        start = low + index * size
+        os.environ["COACHBUS_FREE_PORTS"] = f"{start}-{start + size - 1}"
 
 
 @pytest.hookimpl(tryfirst=True)
