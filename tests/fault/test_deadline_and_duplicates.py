@@ -17,7 +17,7 @@ import pytest
 
 from coachbus.contracts import UserMessage
 from tests.fault.conftest import by_event, post_turn, produce, read_topic, replies_for
-from tests.integration.conftest import RunningStack, events
+from tests.integration.conftest import RunningStack, events, until_whole
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 
@@ -25,7 +25,8 @@ pytestmark = [pytest.mark.broker, pytest.mark.slow]
 # The slow agent's turns are published straight onto user-messages with their own
 # deadline, so they need no private stack with a short one: long enough that healthy
 # agents make it on a loaded machine, short enough to wait for. (The gateway's own
-# deadline, 15 s on the shared stack, is proven in tests/integration/test_pipeline.py.)
+# deadline, SHARED_DEADLINE_MS on the shared stack, is proven in
+# tests/integration/test_pipeline.py.)
 SLOW_DEADLINE_MS = 4_000
 
 
@@ -67,6 +68,7 @@ async def test_agent_slower_than_deadline_degrades_and_late_result_is_dropped(
 
     # The agent is back and answers its backlog: its late results reach the topic...
     await supervisor.wait_healthy("plasticity")
+    await until_whole(rs)
     late = await read_topic(
         rs.bootstrap,
         f"{rs.prefix}agent.plasticity",

@@ -4,6 +4,7 @@ The shared stack itself (``running_stack``) is session-scoped, in tests/conftest
 
 from __future__ import annotations
 
+import asyncio
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -66,3 +67,19 @@ async def events(
                 out.append((event, json.loads(line[6:])))
                 event = None
     return out
+
+
+async def until_whole(rs: RunningStack, user: str = "alice", timeout: float = 90) -> None:
+    """Probe turns until one is answered by every agent. A restarted service is
+    healthy (its HTTP port answers) seconds before its consumer has rejoined its
+    group; a test that restarts an agent of the shared stack ends with this, so the
+    next module's turns are not answered degraded for want of it."""
+    loop = asyncio.get_running_loop()
+    give_up = loop.time() + timeout
+    async with httpx.AsyncClient(timeout=30) as client:
+        while loop.time() < give_up:
+            turn = await send(client, rs, user, "Just checking in.", session="probe")
+            finals = [d for name, d in await events(client, rs, user, turn) if name == "final"]
+            if finals and not finals[-1]["missing_agents"]:
+                return
+    raise TimeoutError(f"no turn answered by every agent within {timeout} s")
