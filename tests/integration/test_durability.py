@@ -153,21 +153,25 @@ async def test_embedded_state_survives_restart_through_snapshot(tmp_path: Path) 
     prefix = f"sn{uuid.uuid4().hex[:6]}."
 
     async def run_once(text: str) -> dict[str, object]:
+        # The blackboard's writer and the way in are all this needs: the snapshot
+        # holds every state topic whoever wrote it, and the turn is read up to
+        # Shadow's result (the final would wait for the absent agents' deadline).
         stack = Stack(
-            StackConfig.ephemeral(log_dir=tmp_path / "logs", env=_env(prefix), snapshot=snapshot)
+            StackConfig.ephemeral(
+                log_dir=tmp_path / "logs",
+                env=_env(prefix),
+                snapshot=snapshot,
+                services=("shadow", "gateway"),
+            )
         )
         await stack.start()
         try:
             rs = RunningStack(stack, stack.gateway_url, prefix, "")
             async with httpx.AsyncClient(timeout=30) as client:
                 turn = await send(client, rs, "alice", text, session="snap")
-                stream = await events(client, rs, "alice", turn)
+                return await _agent_event(client, rs, "alice", turn, "shadow")
         finally:
             await stack.stop()  # writes the snapshot, then stops the embedded broker
-        shadow: dict[str, object] = next(
-            d for n, d in stream if n == "agent" and d["agent"] == "shadow"
-        )
-        return shadow
 
     first = await run_once("I want to learn Spanish this year.")
     assert snapshot.exists()
@@ -177,3 +181,21 @@ async def test_embedded_state_survives_restart_through_snapshot(tmp_path: Path) 
     second_payload = second["payload"]
     assert isinstance(first_payload, dict) and isinstance(second_payload, dict)
     assert second_payload["blackboard_version"] == first_payload["blackboard_version"] + 1
+
+
+async def _agent_event(
+    client: httpx.AsyncClient, rs: RunningStack, user: str, turn_id: str, agent: str
+) -> dict[str, object]:
+    """The turn's ``agent`` event of ``agent``, read from its event stream."""
+    async with client.stream(
+        "GET", f"{rs.url}/v1/turns/{turn_id}/events", headers=rs.headers(user), timeout=60
+    ) as response:
+        event = None
+        async for line in response.aiter_lines():
+            if line.startswith("event: "):
+                event = line[7:]
+            elif line.startswith("data: ") and event == "agent":
+                data: dict[str, object] = json.loads(line[6:])
+                if data["agent"] == agent:
+                    return data
+    raise AssertionError(f"the turn's stream ended without {agent}'s result")
