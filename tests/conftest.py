@@ -57,6 +57,12 @@ SHARED_DEADLINE_MS = 8_000
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # Every stack the suite starts (and every process they start) polls less while
+    # idle: a consumer with nothing in hand for 5 s waits 1 s per fetch instead of
+    # 250 ms. The suite keeps several stacks alive that mostly wait (for deadlines,
+    # restarts, the other worker), and their polling was CPU the running tests lacked;
+    # the first hop after an idle spell pays up to 1 s, inside every deadline here.
+    os.environ.setdefault("KAFKA_FETCH_MAX_WAIT_IDLE_MS", "1000")
     # Parallel workers (pytest-xdist, `make test`) each start stacks; a port one
     # worker checked free could be taken by the other's service before its own
     # binds. Each worker (and every process it starts) draws from its own slice.

@@ -60,7 +60,9 @@ def test_the_busy_wait_grows_with_the_load_up_to_a_bound() -> None:
 
 def test_a_busy_wait_not_above_the_base_changes_nothing() -> None:
     # On Kafka (which answers a waiting fetch at once) one sets a long wait: no pacing.
-    pacer = KafkaSettings(fetch_max_wait_ms=500, fetch_max_wait_busy_ms=25).pacer()
+    pacer = KafkaSettings(
+        fetch_max_wait_ms=500, fetch_max_wait_busy_ms=25, fetch_max_wait_idle_ms=250
+    ).pacer()
     assert not pacer.enabled
     consumer = PacedConsumer(500)
     pacer.apply(consumer, 1000)
@@ -136,7 +138,7 @@ def test_a_quiet_replica_goes_idle_and_the_next_record_ends_it() -> None:
 
 def test_an_idle_wait_not_above_the_base_changes_nothing() -> None:
     # On Kafka a waiting fetch is answered at once: idle or not, nothing to save.
-    pacer = KafkaSettings(fetch_max_wait_ms=500).pacer()
+    pacer = KafkaSettings(fetch_max_wait_ms=500, fetch_max_wait_idle_ms=250).pacer()
     assert not pacer.enabled
     assert pacer.wait_for(0, now=1e9) == 500
     # The embedded default is paced both ways.
