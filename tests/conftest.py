@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from coachbus.embedded.broker import EmbeddedBroker, free_port
+from coachbus.embedded.broker import FREE_PORT_RANGE, EmbeddedBroker, free_port
 from coachbus.embedded.stack import Stack, StackConfig
 from tests.integration.conftest import KEYS, REVIEWERS, RunningStack
 
@@ -69,7 +69,7 @@ def pytest_configure(config: pytest.Config) -> None:
     worker = os.environ.get("PYTEST_XDIST_WORKER", "")
     if worker.startswith("gw") and "COACHBUS_FREE_PORTS" not in os.environ:
         index, count = int(worker[2:]), int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-        low, high = 20_000, 32_767
+        low, high = FREE_PORT_RANGE
         size = (high - low) // max(count, 1)
         start = low + index * size
         os.environ["COACHBUS_FREE_PORTS"] = f"{start}-{start + size - 1}"

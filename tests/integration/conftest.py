@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,9 +52,15 @@ async def send(
 
 
 async def events(
-    client: httpx.AsyncClient, rs: RunningStack, user: str, turn_id: str, timeout: float = 60
+    client: httpx.AsyncClient,
+    rs: RunningStack,
+    user: str,
+    turn_id: str,
+    timeout: float = 60,
+    until: Callable[[str, dict[str, Any]], bool] | None = None,
 ) -> list[tuple[str, dict[str, Any]]]:
-    """Read the turn's server-sent events until the stream closes."""
+    """Read the turn's server-sent events until the stream closes, or up to the first
+    event for which ``until(name, data)`` holds."""
     out: list[tuple[str, dict[str, Any]]] = []
     async with client.stream(
         "GET", f"{rs.url}/v1/turns/{turn_id}/events", headers=rs.headers(user), timeout=timeout
@@ -65,6 +72,8 @@ async def events(
                 event = line[7:]
             elif line.startswith("data: ") and event:
                 out.append((event, json.loads(line[6:])))
+                if until is not None and until(*out[-1]):
+                    break
                 event = None
     return out
 

@@ -169,9 +169,18 @@ async def test_embedded_state_survives_restart_through_snapshot(tmp_path: Path) 
             rs = RunningStack(stack, stack.gateway_url, prefix, "")
             async with httpx.AsyncClient(timeout=30) as client:
                 turn = await send(client, rs, "alice", text, session="snap")
-                return await _agent_event(client, rs, "alice", turn, "shadow")
+                stream = await events(
+                    client,
+                    rs,
+                    "alice",
+                    turn,
+                    until=lambda n, d: n == "agent" and d["agent"] == "shadow",
+                )
         finally:
             await stack.stop()  # writes the snapshot, then stops the embedded broker
+        shadow: dict[str, object] = stream[-1][1]
+        assert stream[-1][0] == "agent" and shadow["agent"] == "shadow", "no result of Shadow"
+        return shadow
 
     first = await run_once("I want to learn Spanish this year.")
     assert snapshot.exists()
@@ -181,21 +190,3 @@ async def test_embedded_state_survives_restart_through_snapshot(tmp_path: Path) 
     second_payload = second["payload"]
     assert isinstance(first_payload, dict) and isinstance(second_payload, dict)
     assert second_payload["blackboard_version"] == first_payload["blackboard_version"] + 1
-
-
-async def _agent_event(
-    client: httpx.AsyncClient, rs: RunningStack, user: str, turn_id: str, agent: str
-) -> dict[str, object]:
-    """The turn's ``agent`` event of ``agent``, read from its event stream."""
-    async with client.stream(
-        "GET", f"{rs.url}/v1/turns/{turn_id}/events", headers=rs.headers(user), timeout=60
-    ) as response:
-        event = None
-        async for line in response.aiter_lines():
-            if line.startswith("event: "):
-                event = line[7:]
-            elif line.startswith("data: ") and event == "agent":
-                data: dict[str, object] = json.loads(line[6:])
-                if data["agent"] == agent:
-                    return data
-    raise AssertionError(f"the turn's stream ended without {agent}'s result")

@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import pytest
+import pytest_asyncio
 
 from coachbus.llm.sim import SimConfig
 from coachbus.replay import assemble, guard, main, save
@@ -86,29 +88,22 @@ def test_guard_names_missed_crises_and_leaks() -> None:
     assert guard(turns) == {"missed_crisis": ["a"], "leaked_steps": ["b"]}
 
 
+@pytest_asyncio.fixture
+async def llm() -> AsyncIterator[str]:
+    """The candidate model: the simulator, instant, served from this test's loop (the
+    replay runs in a thread). ``--llm sim`` would start one at 80 tokens/s per
+    sandbox, and the test asks what the harness does, not how fast a model writes."""
+    async with serve_in_background(SimConfig(ttft_ms=5, tokens_per_s=0)) as url:
+        yield url
+
+
 async def test_replay_from_a_file_then_from_its_sandbox_topics(
-    kafka_bootstrap: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    kafka_bootstrap: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], llm: str
 ) -> None:
     user = f"ann{uuid.uuid4().hex[:6]}"
     recording = tmp_path / "recording.jsonl"
     save(_recording(user), recording)
     first = f"rp{uuid.uuid4().hex[:8]}."
-    # The candidate model: the simulator, instant, served from this test's loop (the
-    # replay runs in a thread). ``--llm sim`` would start one at 80 tokens/s per
-    # sandbox, and the test asks what the harness does, not how fast a model writes.
-    async with serve_in_background(SimConfig(ttft_ms=5, tokens_per_s=0)) as llm:
-        await _replay_twice(kafka_bootstrap, tmp_path, capsys, user, recording, first, llm)
-
-
-async def _replay_twice(
-    kafka_bootstrap: str,
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-    user: str,
-    recording: Path,
-    first: str,
-    llm: str,
-) -> None:
     argv = [
         "--from-file",
         str(recording),

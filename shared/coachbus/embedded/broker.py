@@ -26,7 +26,7 @@ from types import TracebackType
 # one: between our check and the service binding it, any outgoing connection (a
 # Kafka client's, on a busy stack) may be given the same number, and the service
 # then fails to bind and restarts into the same taken port for good.
-_PORTS = (20_000, 32_767)
+FREE_PORT_RANGE = (20_000, 32_767)
 _handed_out: set[int] = set()
 
 
@@ -36,7 +36,7 @@ def _port_range() -> tuple[int, int]:
     check and a bind; each process only remembers its own ports."""
     raw = os.environ.get("COACHBUS_FREE_PORTS", "")
     if not raw:
-        return _PORTS
+        return FREE_PORT_RANGE
     try:
         low, high = (int(part) for part in raw.split("-", 1))
     except ValueError:
