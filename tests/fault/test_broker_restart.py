@@ -97,7 +97,9 @@ async def test_broker_outage_with_snapshot_restore(own_broker_stack: RunningStac
                 await asyncio.sleep(2)
                 continue
             stream = by_event(await events(client, rs, "alice", turn, timeout=60))
-            if stream["final"]:
+            # Through means every agent answered: with this stack's 5 s deadline a turn
+            # posted while Shadow is still rejoining gets a degraded final without it.
+            if stream["final"] and not stream["final"][-1]["missing_agents"]:
                 recovered = turn
         assert recovered is not None, "the pipeline never recovered from the broker restart"
         # The state came back through the snapshot: Shadow's version continues.
