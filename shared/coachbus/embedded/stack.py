@@ -140,6 +140,9 @@ class StackConfig:
     llm_port: int | None = None
     # Extra replicas per service (same consumer group: partitions are shared out).
     replicas: dict[str, int] = field(default_factory=dict)
+    # Fork the Python services from one process that has imported their libraries
+    # (coachbus.embedded.zygote); False: one fresh interpreter each.
+    preload: bool = True
 
     @classmethod
     def ephemeral(cls, **kwargs: object) -> StackConfig:
@@ -267,7 +270,9 @@ class Stack:
                         module=f"services.{name}.main:app",
                     )
                 )
-        self.supervisor = Supervisor(specs, env=env, log_dir=cfg.log_dir, restart=cfg.restart)
+        self.supervisor = Supervisor(
+            specs, env=env, log_dir=cfg.log_dir, restart=cfg.restart, preload=cfg.preload
+        )
         await self.supervisor.start()
         try:
             await self.supervisor.wait_healthy(timeout_s=90)

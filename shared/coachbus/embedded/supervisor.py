@@ -1,8 +1,12 @@
 """A small process supervisor: one OS process per service, restarted when it crashes.
 
 Used by ``coachbus run`` (and so ``make run``) and by the tests that kill services
-mid-turn. Each child is ``python -m faststream run services.<name>.main:app``, so
-its command line names the service.
+mid-turn. Each child is ``python -m faststream run services.<name>.main:app``. On
+POSIX those children are forked from a zygote that has already imported the
+libraries every service needs (:mod:`coachbus.embedded.zygote`): a stack starts, and
+a killed service comes back, without seven interpreters importing the same code.
+``preload=False`` starts each as its own interpreter instead (``ps`` then shows the
+service's module on its command line; forked children show the zygote's).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from pathlib import Path
 
 import httpx
 
+from coachbus.embedded.zygote import ForkedProcess, Zygote
 from coachbus.roster import SERVICES as SERVICES
 
 log = logging.getLogger(__name__)
@@ -50,11 +55,19 @@ class ServiceSpec:
             str(self.port),
         ]
 
+    def python_module(self) -> tuple[str, list[str]] | None:
+        """``(module, args)`` when the child is ``python -m module args...``: a child
+        the zygote can fork."""
+        argv = self.argv()
+        if len(argv) >= 3 and argv[0] == sys.executable and argv[1] == "-m":
+            return argv[2], argv[3:]
+        return None
+
 
 @dataclass
 class _Child:
     spec: ServiceSpec
-    proc: asyncio.subprocess.Process | None = None
+    proc: asyncio.subprocess.Process | ForkedProcess | None = None
     restarts: int = 0
     started_at: float = 0.0
     stopping: bool = False
@@ -69,6 +82,7 @@ class Supervisor:
         log_dir: Path | None = None,
         restart: bool = True,
         max_backoff_s: float = 10.0,
+        preload: bool = True,
     ) -> None:
         self._children = {s.name: _Child(s) for s in specs}
         self._env = {**os.environ, **(env or {})}
@@ -77,6 +91,8 @@ class Supervisor:
         self._max_backoff_s = max_backoff_s
         self._watchers: list[asyncio.Task[None]] = []
         self._closing = False
+        self._preload = preload and hasattr(os, "fork")
+        self._zygote: Zygote | None = None
 
     @property
     def names(self) -> list[str]:
@@ -90,23 +106,48 @@ class Supervisor:
         return proc.pid if proc is not None and proc.returncode is None else None
 
     async def start(self) -> None:
+        if self._preload and any(c.spec.python_module() for c in self._children.values()):
+            log_path = self._log_dir / "zygote.log" if self._log_dir is not None else None
+            self._zygote = Zygote(log_path)
+            await self._zygote.start()
         for child in self._children.values():
             await self._spawn(child)
             self._watchers.append(asyncio.create_task(self._watch(child)))
 
     async def _spawn(self, child: _Child) -> None:
+        forkable = child.spec.python_module()
+        if forkable is not None and self._zygote is not None and self._zygote.alive:
+            module, args = forkable
+            log_path = None
+            if self._log_dir is not None:
+                self._log_dir.mkdir(parents=True, exist_ok=True)
+                log_path = self._log_dir / f"{child.spec.name}.log"
+            child.proc = await self._zygote.spawn(
+                module,
+                args,
+                env={**self._env, **child.spec.env},
+                cwd=os.getcwd(),
+                log_path=log_path,
+            )
+            child.started_at = time.monotonic()
+            return
         out: int | object = asyncio.subprocess.DEVNULL
         if self._log_dir is not None:
             self._log_dir.mkdir(parents=True, exist_ok=True)
             # Opening a local log file is instant; no need for a thread.
             out = open(self._log_dir / f"{child.spec.name}.log", "ab")  # noqa: SIM115, ASYNC230
-        child.proc = await asyncio.create_subprocess_exec(
-            *child.spec.argv(),
-            env={**self._env, **child.spec.env},
-            stdout=out,  # type: ignore[arg-type]
-            stderr=asyncio.subprocess.STDOUT,
-            start_new_session=True,
-        )
+        try:
+            child.proc = await asyncio.create_subprocess_exec(
+                *child.spec.argv(),
+                env={**self._env, **child.spec.env},
+                stdout=out,  # type: ignore[arg-type]
+                stderr=asyncio.subprocess.STDOUT,
+                start_new_session=True,
+            )
+        finally:
+            # The child has its own copy of the descriptor; ours would leak one per restart.
+            if hasattr(out, "close"):
+                out.close()
         child.started_at = time.monotonic()
 
     async def _watch(self, child: _Child) -> None:
@@ -188,3 +229,6 @@ class Supervisor:
         for task in self._watchers:
             task.cancel()
         await asyncio.gather(*self._watchers, return_exceptions=True)
+        if self._zygote is not None:
+            await self._zygote.stop()
+            self._zygote = None
