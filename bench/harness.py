@@ -401,6 +401,11 @@ class Turn:
     # The first synthesis text the user saw: the first final_delta, else the final.
     first_final_at: float | None = None
     first_final_text: str = ""
+    # The first piece the model wrote: after the rendering's opening sentence (a
+    # piece of tier "deterministic") when Synth opens with it, else the first piece.
+    first_model_final_at: float | None = None
+    first_model_final_text: str = ""
+    opened: bool = False  # the first piece was the rendering's opening sentence
     final_deltas: int = 0
     final_at: float | None = None
     final: dict[str, Any] | None = None
@@ -514,6 +519,12 @@ class Users:
                         if turn.first_final_at is None:
                             turn.first_final_at = ts(data["created_at"])
                             turn.first_final_text = str(data.get("text", ""))
+                            turn.opened = data.get("tier") == "deterministic"
+                        if turn.first_model_final_at is None and data.get("tier") != (
+                            "deterministic"
+                        ):
+                            turn.first_model_final_at = ts(data["created_at"])
+                            turn.first_model_final_text = str(data.get("text", ""))
                     elif event == "final":
                         turn.final = data
                         turn.final_at = ts(data["created_at"])

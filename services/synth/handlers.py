@@ -80,6 +80,21 @@ def _piece(
 _RENDERED_SENTENCE = re.compile(r"(?<=[.!?…])\s+")
 
 
+def opening(outcome: logic.SynthOutcome) -> str:
+    """The sentence a streamed synthesis opens with (``COACHBUS_SYNTH_OPENING=rendered``):
+    the deterministic rendering's first, its acknowledgement, when more follows it.
+
+    It is shown the moment the model is asked, so the user reads the synthesis from
+    before the model's first token; the model continues it. It is code-written
+    from fixed phrases and checked with the whole rendering (``logic.synthesize``),
+    and when the model fails, the rendering that completes the reply begins with
+    it (:func:`complete`), so what was shown never has to be taken back."""
+    if runtime.settings.synth_opening != "rendered":
+        return ""
+    first, *rest = _RENDERED_SENTENCE.split(outcome.text.strip(), maxsplit=1)
+    return " ".join(first.split()) if rest and rest[0].strip() else ""
+
+
 def complete(shown: str, outcome: logic.SynthOutcome) -> str:
     """The reply when a stream ended early: what the user has read, completed from
     the deterministic rendering.
@@ -132,10 +147,13 @@ async def write_prose(message: UserMessage, outcome: logic.SynthOutcome) -> Writ
     decider = runtime.tiers
     sink: SentencePublisher | None = None
     streaming: StreamingLLM | None = None
+    opener = opening(outcome) if sheet.mode not in logic.SAFETY_MODES else ""
     if runtime.llm is not None and sheet.mode not in logic.SAFETY_MODES:
 
         async def publish(text: str, seq: int) -> None:
-            tier = streaming.tier if streaming is not None and streaming.tier else "small"
+            tier: Tier = streaming.tier if streaming is not None and streaming.tier else "small"
+            if seq == 0 and opener and text == opener:
+                tier = "deterministic"  # the rendering's sentence, not the model's
             piece = _piece(message, outcome, text, seq, tier)
             await runtime.publish(Topic.REPLIES, piece, key=message.user_id)
             if seq == 0:
@@ -148,6 +166,7 @@ async def write_prose(message: UserMessage, outcome: logic.SynthOutcome) -> Writ
             publish,
             partial_check(language=sheet.language, register=sheet.formality, markers=markers),
             max_words=sheet.max_words,
+            opening=opener,
             # Prompts of an older release asked for JSON: a model that still answers
             # so is understood (not streamed) rather than refused.
             json_field="text",
@@ -173,7 +192,7 @@ async def write_prose(message: UserMessage, outcome: logic.SynthOutcome) -> Writ
 
     def build(tier: LLMTier, errors: list[str]) -> list[Message]:
         ctx = context_for(_memory(message.user_id), message)
-        return prompts.messages(runtime.prompt_builder(), ctx, sheet, errors)
+        return prompts.messages(runtime.prompt_builder(), ctx, sheet, errors, opener)
 
     written = await decider.decide(
         kind="synthesis_prose",
@@ -187,13 +206,14 @@ async def write_prose(message: UserMessage, outcome: logic.SynthOutcome) -> Writ
         context=DecisionContext(message.turn_id, message.session_id, message.user_id, message.text),
     )
     streamed = sink is not None and sink.streamed
+    streamed_model = sink is not None and sink.streamed_model
     streaming_tier = streaming.tier if streaming is not None else None
     if sink is not None and streamed and not written.value.startswith(sink.shown):
         # The stream was cut (the turn's deadline, an error) or a later attempt won:
         # the reply still starts with what the user has read.
         log.info("synth %s: streamed reply completed (%s)", message.turn_id, written.stop_reason)
         written.value = complete(sink.shown, outcome)
-    if streamed and streaming_tier is not None:
+    if streamed_model and streaming_tier is not None:
         # The reply begins with the model's sentences whatever completed it.
         written.tier = streaming_tier
     return Written(written, streamed)

@@ -129,8 +129,19 @@ INSTRUCTIONS = (
 )
 
 
-def instructions(sheet: DecisionSheet, errors: list[str]) -> str:
+# The reply's first sentence when Synth shows it before the model writes (the
+# rendering's acknowledgement: code-written from fixed phrases, checked when built).
+OPENING = (
+    "\n\nThe reply already begins with this sentence, which the person is reading "
+    'while you write: "{opening}" Write only what follows it, as its continuation: do '
+    "not repeat or rephrase it. The length above includes it."
+)
+
+
+def instructions(sheet: DecisionSheet, errors: list[str], opening: str = "") -> str:
     text = INSTRUCTIONS.format(brief=sheet_brief(sheet))
+    if opening:
+        text += OPENING.format(opening=opening)
     if errors:
         # The reasons quote the rejected reply: they follow as fenced data in the last
         # message, so everything before it stays cached between attempts.
@@ -139,12 +150,16 @@ def instructions(sheet: DecisionSheet, errors: list[str]) -> str:
 
 
 def messages(
-    builder: PromptBuilder, ctx: PromptContext, sheet: DecisionSheet, errors: list[str]
+    builder: PromptBuilder,
+    ctx: PromptContext,
+    sheet: DecisionSheet,
+    errors: list[str],
+    opening: str = "",
 ) -> list[Message]:
     return builder.build(
         ctx,
         AGENT,
-        instructions(sheet, errors),
+        instructions(sheet, errors, opening),
         data=sheet_data(sheet),
         rejected=errors[:6],
         kind="synthesis_prose",

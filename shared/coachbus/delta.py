@@ -11,7 +11,9 @@ before anything is shown and publishes the pieces as delta replies. Two sinks:
   hold half of a blocked-step marker is held back.
 * :class:`SentencePublisher` (Synth's ``final_delta``): whole sentences only, each
   checked with the text before it and within the reply's word budget; a sentence
-  that fails ends the stream there.
+  that fails ends the stream there. It may open with a sentence of the caller's,
+  shown when the first attempt starts (before the model's first token) and
+  continued by the model.
 
 Rules that keep a half-shown reply safe, for both:
 
@@ -168,6 +170,12 @@ class SentencePublisher:
     marker or a du/Sie slip across a sentence boundary is caught) and against the
     word budget: a sentence that would take the reply over ``max_words`` ends the
     stream, so the budget holds without waiting for the whole text.
+
+    ``opening`` is trusted text (the caller checked it): it is shown as it is, and
+    every attempt continues it, so its words count towards the budget and it is
+    part of every sentence's check. An attempt whose first sentence repeats it
+    (models like to restate what they were told was said) has that sentence left
+    out rather than shown twice.
     """
 
     def __init__(
@@ -178,32 +186,61 @@ class SentencePublisher:
         max_words: int | None = None,
         min_words: int = LANGUAGE_AFTER_WORDS,
         json_field: str | None = None,
+        opening: str = "",
     ) -> None:
         self._publish = publish
         self._check = check
         self._max_words = max_words
         self._min_words = min_words
         self._json_field = json_field
+        self._opening = " ".join(opening.split())
         self.seq = 0  # pieces published this turn
         self.shown = ""  # what the user has been shown (all pieces, joined)
         self.text = ""  # the current attempt's raw text
         self._cut = 0  # characters of ``text`` already taken as sentences
-        self._accepted = ""  # the current attempt's checked sentences, normalised
+        self._base = ""  # the opening, once shown: every attempt continues it
+        self._accepted = ""  # the opening and the attempt's checked sentences
         self._live = True
 
     def start_attempt(self) -> None:
-        self.text, self._cut, self._accepted = "", 0, ""
-        # Once something was shown, later attempts are not streamed (no interleaving).
-        self._live = self.seq == 0
+        self.text, self._cut, self._accepted = "", 0, self._base
+        # Once an attempt's sentences were shown, later attempts are not streamed
+        # (no interleaving); the opening alone is every attempt's beginning.
+        self._live = self.shown == self._base
+
+    async def open(self) -> None:
+        """Show the opening, once (the first attempt calls this before its stream)."""
+        if not self._opening or self._base or self.seq:
+            return
+        await self._publish(self._opening, self.seq)
+        self.seq += 1
+        self.shown = self._base = self._accepted = self._opening
 
     @property
     def streamed(self) -> bool:
+        """The user has been shown something (the opening counts)."""
         return self.seq > 0
+
+    @property
+    def streamed_model(self) -> bool:
+        """The user has been shown sentences of an attempt, not only the opening."""
+        return len(self.shown) > len(self._base)
 
     @property
     def showing(self) -> bool:
         """The current attempt is the one whose sentences the user is reading."""
-        return self._live and self.seq > 0
+        return self._live and self.streamed_model
+
+    @property
+    def opened(self) -> bool:
+        """The opening has been shown: replies continue it."""
+        return bool(self._base)
+
+    @property
+    def reply(self) -> str:
+        """The opening and the current attempt's checked sentences: after ``end``
+        without problems, the whole reply (white space normalised)."""
+        return self._accepted
 
     async def feed(self, delta: str) -> list[str]:
         """Add a delta; every sentence it completes is checked, then shown.
@@ -259,6 +296,8 @@ class SentencePublisher:
         words = " ".join(sentence.split())
         if not words:
             return []
+        if self._base and self._accepted == self._base and _restates(words, self._base):
+            return []
         candidate = f"{self._accepted} {words}" if self._accepted else words
         if self._max_words is not None and word_count(candidate) > self._max_words:
             return [f"too long: the next sentence goes over {self._max_words} words"]
@@ -277,6 +316,14 @@ class SentencePublisher:
         await self._publish(piece, self.seq)
         self.seq += 1
         self.shown = self._accepted
+
+
+def _restates(sentence: str, opening: str) -> bool:
+    """The sentence says the opening again: at least 80% of the words of the two
+    (letters only, any case) are shared."""
+    a = set(re.findall(r"\w+", sentence.casefold()))
+    b = set(re.findall(r"\w+", opening.casefold()))
+    return bool(a and b) and len(a & b) / len(a | b) >= 0.8
 
 
 class StreamingLLM:
@@ -324,6 +371,8 @@ class StreamingLLM:
         plain = dataclasses.replace(req, response_model=None, thinking=False)
         sink = self._sink
         sink.start_attempt()
+        if isinstance(sink, SentencePublisher):
+            await sink.open()
         self.tier = req.tier
         started = time.perf_counter()
         errors: list[str] = []
@@ -343,7 +392,8 @@ class StreamingLLM:
                 raise OutputError("empty", ["the reply is empty"], result)
             if sentences is not None:
                 errors = await sentences.end()
-                result.text = sentences.text  # unwrapped, if the model sent JSON
+                # Unwrapped if the model sent JSON; after the opening, if there is one.
+                result.text = sentences.reply if sentences.opened else sentences.text
                 if not errors and self._whole is not None and sentences.showing:
                     errors = self._whole(sentences.shown)
         if errors and self._complete is not None and sentences is not None and sentences.showing:

@@ -154,6 +154,12 @@ class CoachbusSettings(BaseSettings):
     synth_required_agents: Annotated[list[str], NoDecode] = Field(
         default_factory=lambda: list[str](WORKERS)
     )
+    # How Synth's streamed reply begins. "rendered": with the deterministic rendering's
+    # first sentence (its acknowledgement, checked when it is built), shown at once,
+    # and the model writes what follows it: the first synthesis text comes before
+    # the model's first token. "model": the model writes the whole reply; the first
+    # text waits for its first sentence.
+    synth_opening: Literal["rendered", "model"] = "rendered"
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     # Per-turn LLM budget carried in the user message, so a redelivery cannot refill it.
     turn_token_budget: int = Field(default=24_000, ge=0)

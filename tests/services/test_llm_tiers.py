@@ -158,16 +158,53 @@ async def test_synth_prose_from_the_model_when_it_passes_the_validator(wire: Any
     w.script.answers = [GOOD_PROSE]
     written = await synth.prose(msg, outcome)
     assert written.tier == "small"
-    assert written.value == GOOD_PROSE
+    # The reply opens with the rendering's first sentence, shown before the model's
+    # first token, and the model's text continues it.
+    opening = synth.opening(outcome)
+    assert opening and outcome.text.startswith(opening)
+    assert written.value == f"{opening} {GOOD_PROSE}"
     assert written.usage.llm_calls == 1
     # Each checked sentence went out as a final_delta, in order, and they join up to
     # the reply (the whole final itself is finalize's to send).
     deltas = [e for _, e in w.published if getattr(e, "kind", None) == "final_delta"]
     assert deltas and [d.seq for d in deltas] == list(range(len(deltas)))
-    assert "".join(d.text for d in deltas).strip() == GOOD_PROSE
-    # The model saw the sheet as a brief, never another agent's payload.
+    assert "".join(d.text for d in deltas) == written.value
+    assert deltas[0].text == opening and deltas[0].tier == "deterministic"
+    assert all(d.tier == "small" for d in deltas[1:])
+    # The model saw the sheet as a brief, never another agent's payload, and was
+    # told what the reply already says.
     prompt = w.script.instructions()
     assert "Brief:" in prompt and "stated_goals" not in prompt and "ocean" not in prompt
+    assert f'"{opening}"' in prompt
+
+
+async def test_synth_prose_all_from_the_model_when_it_opens_itself(
+    wire: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(synth.runtime.settings, "synth_opening", "model")
+    w = wire(synth)
+    msg, outcome = _outcome("I want to build a startup one day, maybe next year.")
+    outcome.confidence = 0.5
+    w.script.answers = [GOOD_PROSE]
+    written = await synth.prose(msg, outcome)
+    assert written.tier == "small" and written.value == GOOD_PROSE
+    deltas = [e for _, e in w.published if getattr(e, "kind", None) == "final_delta"]
+    assert "".join(d.text for d in deltas) == GOOD_PROSE
+    assert all(d.tier == "small" for d in deltas)
+    assert "already begins" not in w.script.instructions()
+
+
+async def test_synth_opening_then_every_attempt_failing_gives_the_rendering(wire: Any) -> None:
+    """The opening was shown and no attempt passed: the rendering, which begins with
+    the opening, is the reply, and nothing shown is contradicted."""
+    w = wire(synth)
+    msg, outcome = _outcome("I want to build a startup one day, maybe next year.")
+    outcome.confidence = 0.5
+    w.script.answers = ["Shadow and Persona looked at this together for you today."] * 6
+    written = await synth.prose(msg, outcome)
+    deltas = [e for _, e in w.published if getattr(e, "kind", None) == "final_delta"]
+    assert [d.text for d in deltas] == [synth.opening(outcome)]
+    assert written.tier == "deterministic" and written.value == outcome.text
 
 
 async def test_synth_repairs_a_blocked_step_then_falls_back(wire: Any) -> None:

@@ -202,10 +202,12 @@ def _req() -> ChatRequest:
     )
 
 
-def _live(text: str, **kwargs: Any) -> tuple[StreamingLLM, SentencePublisher, Shown, FakeClient]:
+def _live(
+    text: str, opening: str = "", **kwargs: Any
+) -> tuple[StreamingLLM, SentencePublisher, Shown, FakeClient]:
     shown = Shown()
     check = partial_check(language="en", register="informal")
-    sink = SentencePublisher(shown, check)
+    sink = SentencePublisher(shown, check, opening=opening)
     client = FakeClient(text)
     live = StreamingLLM(client, sink, lambda t: Draft(text=t), **kwargs)  # type: ignore[arg-type]
     return live, sink, shown, client
@@ -253,6 +255,91 @@ async def test_without_complete_a_failure_fails_the_attempt_as_for_the_coach() -
     with pytest.raises(OutputError):
         await live.chat(_req())
     assert sink.streamed
+
+
+OPENING = "A goal for your studies, good: let's give it a shape you can start on this week."
+CONTINUATION = "It sounds like tidying feels safer than writing. Which day suits you?"
+
+
+async def test_the_opening_is_shown_before_the_first_token_and_the_model_continues_it() -> None:
+    live, sink, shown, _client = _live(CONTINUATION, opening=OPENING)
+
+    # The opening is published when the attempt starts, before the stream is read.
+    class Watching(FakeClient):
+        def stream(self, req: ChatRequest) -> FakeStream:
+            assert shown.pieces == [OPENING], "the opening must be out before the first token"
+            return super().stream(req)
+
+    live._client = Watching(CONTINUATION)  # type: ignore[assignment]
+    result = await live.chat(_req())
+    assert shown.pieces[0] == OPENING
+    assert "".join(shown.pieces) == sink.shown == f"{OPENING} {CONTINUATION}"
+    assert result.text == sink.shown  # the reply is the opening and its continuation
+    assert isinstance(result.parsed, Draft) and result.parsed.text == result.text
+    assert sink.streamed_model and sink.opened
+
+
+async def test_a_first_sentence_that_restates_the_opening_is_left_out() -> None:
+    restated = "A goal for your studies: good, let's give it a shape you can start this week. "
+    live, _sink, shown, _client = _live(restated + CONTINUATION, opening=OPENING)
+    result = await live.chat(_req())
+    assert result.text == f"{OPENING} {CONTINUATION}"
+    assert "".join(shown.pieces) == result.text
+
+
+async def test_the_opening_counts_towards_the_budget_and_every_check() -> None:
+    shown = Shown()
+    checked: list[str] = []
+
+    def check(text: str) -> list[str]:
+        checked.append(text)
+        return []
+
+    # 17 words of opening: an 18-word budget leaves room for no sentence of the model's.
+    sink = SentencePublisher(shown, check, max_words=18, opening=OPENING)
+    sink.start_attempt()
+    await sink.open()
+    errors = await _feed_started(sink, CONTINUATION)
+    assert errors and "too long" in errors[0]
+    assert shown.pieces == [OPENING]
+    sink2 = SentencePublisher(Shown(), check, opening=OPENING)
+    sink2.start_attempt()
+    await sink2.open()
+    assert await _feed_started(sink2, CONTINUATION) == []
+    assert all(text.startswith(OPENING) for text in checked)
+
+
+async def _feed_started(sink: SentencePublisher, text: str) -> list[str]:
+    for token in _tokens(text):
+        errors = await sink.feed(token)
+        if errors:
+            return errors
+    return await sink.end()
+
+
+async def test_a_first_sentence_failing_after_the_opening_is_repaired_and_streamed() -> None:
+    """Only the opening was shown: the failed attempt is an ordinary failure (the
+    router repairs), and the repair attempt still streams, after the opening."""
+    live, sink, shown, client = _live(
+        "Shadow noticed a pattern here. " + CONTINUATION, opening=OPENING, complete=lambda s: s
+    )
+    with pytest.raises(OutputError):
+        await live.chat(_req())
+    assert shown.pieces == [OPENING] and sink.opened and not sink.streamed_model
+    client.text = CONTINUATION
+    result = await live.chat(_req())
+    assert result.text == f"{OPENING} {CONTINUATION}"
+    assert shown.pieces == [OPENING, f" {CONTINUATION.split('. ')[0]}.", " Which day suits you?"]
+    assert "".join(shown.pieces) == result.text
+
+
+async def test_the_opening_is_shown_once_whatever_the_attempts() -> None:
+    live, _sink, shown, client = _live("Shadow says hi. More.", opening=OPENING)
+    for _ in range(3):
+        with pytest.raises(OutputError):
+            await live.chat(_req())
+    assert shown.pieces == [OPENING]
+    assert client.requests and len(client.requests) == 3
 
 
 def test_a_final_delta_is_a_v2_reply_with_a_seq() -> None:
