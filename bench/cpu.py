@@ -3,7 +3,9 @@ benchmark when the question is only where the CPU goes.
 
 ``python -m bench.cpu --turns N`` starts the stack as the benchmark does (its own
 Tansu broker, the seven services as processes, the LLM simulator as a process with
-an instant model, or no LLM at all with ``--no-llm``), warms it up, measures each
+an instant model, or no LLM at all with ``--no-llm``; ``--policy shipped`` puts the
+product's policy in place of the bench's every-decision-to-the-model one), warms it
+up, measures each
 process's idle CPU once the consumers have gone idle, then sends ``N`` turns from
 ``--users`` closed-loop users through the gateway and prints psutil CPU time
 (user + system) per turn for every process. ``--repeat R`` measures the load R
@@ -39,6 +41,7 @@ from typing import Any
 import psutil
 
 from bench.harness import BenchStack, SimProcess, closed_loop, cpu_loop_s, cpu_seconds, running
+from coachbus import llm as llm_package
 from coachbus.settings import KafkaSettings
 
 
@@ -81,10 +84,21 @@ def _spy(procs: dict[str, psutil.Process], target: Path, seconds: float) -> list
     return running_spies
 
 
+_POLICIES: dict[str, dict[str, str]] = {
+    "bench": {},  # BenchStack's own: bench/policy.toml
+    "shipped": {"COACHBUS_LLM_POLICY_FILE": str(Path(llm_package.__file__).parent / "policy.toml")},
+}
+
+
 async def measure(args: argparse.Namespace) -> dict[str, Any]:
     log_dir = Path(tempfile.mkdtemp(prefix="coachbus-cpu-"))
     sim = SimProcess(log_path=log_dir / "llm-sim.log")
-    out: dict[str, Any] = {"turns": args.turns, "users": args.users, "runs": []}
+    out: dict[str, Any] = {
+        "turns": args.turns,
+        "users": args.users,
+        "policy": "none" if args.no_llm else args.policy,
+        "runs": [],
+    }
     out["cpu_loop_s_at_start"] = cpu_loop_s()
     out["load_avg_at_start"] = [round(x, 2) for x in os.getloadavg()]
     try:
@@ -95,6 +109,7 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
             replicas=1,
             users=max(args.users, 2),
             log_dir=log_dir,
+            extra_env=_POLICIES[args.policy],
         )
         async with running(stack) as (users, _tap):
             procs = stack.processes()
@@ -186,6 +201,13 @@ def main() -> None:
     parser.add_argument("--idle-s", type=float, default=5.0, help="0: skip the idle measure")
     parser.add_argument("--max-s", type=float, default=300.0)
     parser.add_argument("--no-llm", action="store_true", help="no LLM endpoint: rules only")
+    parser.add_argument(
+        "--policy",
+        choices=("bench", "shipped"),
+        default="bench",
+        help="bench: every decision to the instant model; shipped: the product's policy "
+        "(rules first, the model below each decision's confidence bar)",
+    )
     parser.add_argument("--py-spy", type=Path, default=None, help="collapsed stacks here")
     parser.add_argument("--spy-s", type=float, default=20.0)
     parser.add_argument("--json", type=Path, default=None)
