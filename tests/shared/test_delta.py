@@ -38,6 +38,7 @@ class Shown:
 
 async def _feed(sink: SentencePublisher, text: str) -> list[str]:
     sink.start_attempt()
+    await sink.open()  # shows the opening, if the sink has one
     for token in _tokens(text):
         errors = await sink.feed(token)
         if errors:
@@ -297,24 +298,12 @@ async def test_the_opening_counts_towards_the_budget_and_every_check() -> None:
 
     # 17 words of opening: an 18-word budget leaves room for no sentence of the model's.
     sink = SentencePublisher(shown, check, max_words=18, opening=OPENING)
-    sink.start_attempt()
-    await sink.open()
-    errors = await _feed_started(sink, CONTINUATION)
+    errors = await _feed(sink, CONTINUATION)
     assert errors and "too long" in errors[0]
     assert shown.pieces == [OPENING]
     sink2 = SentencePublisher(Shown(), check, opening=OPENING)
-    sink2.start_attempt()
-    await sink2.open()
-    assert await _feed_started(sink2, CONTINUATION) == []
+    assert await _feed(sink2, CONTINUATION) == []
     assert all(text.startswith(OPENING) for text in checked)
-
-
-async def _feed_started(sink: SentencePublisher, text: str) -> list[str]:
-    for token in _tokens(text):
-        errors = await sink.feed(token)
-        if errors:
-            return errors
-    return await sink.end()
 
 
 async def test_a_first_sentence_failing_after_the_opening_is_repaired_and_streamed() -> None:
