@@ -194,6 +194,23 @@ def _spawn(request: dict[str, Any], fds: list[int]) -> None:
 # --------------------------------------------------------------------------- the client
 
 
+def _running(pid: int) -> bool:
+    """The process exists and has not ended (a zombie has ended: an init that does
+    not reap, as in some containers, would otherwise keep it "alive" for ever)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # alive, and someone else's now
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            # "pid (comm) state ...": the state follows the last closing bracket.
+            return stat.read().rpartition(b")")[2].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return True  # no /proc: signal 0 is all we can know
+
+
 class ForkedProcess:
     """A child of the zygote, seen from the supervisor: the part of
     :class:`asyncio.subprocess.Process` the supervisor uses."""
@@ -235,6 +252,7 @@ class Zygote:
         self._pending: dict[int, asyncio.Future[ForkedProcess]] = {}
         self._children: dict[int, ForkedProcess] = {}
         self._next = 0
+        self._orphans: asyncio.Task[None] | None = None
 
     @property
     def alive(self) -> bool:
@@ -316,8 +334,19 @@ class Zygote:
                     future.set_exception(RuntimeError("the zygote exited"))
             self._pending.clear()
             if self._children:
-                # Orphaned children keep running; nobody can report their exits now.
+                # The children keep running, adopted by init, which reaps them: their
+                # exits can only be seen by polling from here on.
                 log.error("the zygote exited with %d children still running", len(self._children))
+                self._orphans = asyncio.create_task(self._poll_orphans())
+
+    async def _poll_orphans(self, every_s: float = 0.5) -> None:
+        """Report each orphaned child's end (its exit code is lost with the zygote:
+        reported as -SIGKILL) so the supervisor still restarts it."""
+        while self._children:
+            await asyncio.sleep(every_s)
+            for pid in list(self._children):
+                if not _running(pid):
+                    self._children.pop(pid)._exit(-signal.SIGKILL)
 
     def _resolve(self, ident: int, outcome: ForkedProcess | Exception) -> None:
         future = self._pending.pop(ident, None)
@@ -343,6 +372,10 @@ class Zygote:
         if self._reader is not None:
             await asyncio.gather(self._reader, return_exceptions=True)
             self._reader = None
+        if self._orphans is not None:
+            self._orphans.cancel()
+            await asyncio.gather(self._orphans, return_exceptions=True)
+            self._orphans = None
 
 
 if __name__ == "__main__":

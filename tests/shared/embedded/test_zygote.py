@@ -8,6 +8,7 @@ import asyncio
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -97,6 +98,33 @@ async def test_a_missing_module_fails_in_the_child_not_the_zygote(
         await zygote.stop()
 
 
+async def test_children_of_a_dead_zygote_are_still_seen_to_end(
+    child_module: Path, tmp_path: Path
+) -> None:
+    """A zygote killed (the OOM killer, an operator) leaves its children running:
+    their ends are then polled, so a supervisor still notices and restarts them."""
+    zygote = Zygote()
+    await zygote.start()
+    try:
+        log = tmp_path / "child.log"
+        proc = await zygote.spawn(
+            "zygote_child", ["sleep"], env={}, cwd=str(child_module), log_path=log
+        )
+        assert zygote._proc is not None
+        zygote._proc.kill()
+        for _ in range(100):
+            if not zygote.alive:
+                break
+            await asyncio.sleep(0.05)
+        assert not zygote.alive
+        with pytest.raises(RuntimeError):
+            await zygote.spawn("zygote_child", ["0"], env={}, cwd=str(child_module), log_path=None)
+        os.kill(proc.pid, signal.SIGTERM)
+        assert await asyncio.wait_for(proc.wait(), 30) == -signal.SIGKILL  # the code is lost
+    finally:
+        await zygote.stop()
+
+
 async def test_the_supervisor_restarts_a_forked_service_after_kill_9(tmp_path: Path) -> None:
     # The LLM simulator is a small python -m server with a health path: a real child.
     from coachbus.embedded.broker import free_port
@@ -125,3 +153,21 @@ async def test_the_supervisor_restarts_a_forked_service_after_kill_9(tmp_path: P
     finally:
         await supervisor.stop()
     assert supervisor.pid("llm-sim") is None
+
+
+def test_a_zombie_is_not_running() -> None:
+    from coachbus.embedded.zygote import _running
+
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    try:
+        for _ in range(200):  # until it has exited (and, not reaped, is a zombie)
+            if not _running(pid):
+                break
+            time.sleep(0.01)
+        assert not _running(pid)
+        assert _running(os.getpid())
+    finally:
+        os.waitpid(pid, 0)
+    assert not _running(pid)
