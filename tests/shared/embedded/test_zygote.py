@@ -9,12 +9,14 @@ import os
 import signal
 import sys
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+import pytest_asyncio
 
 from coachbus.embedded.supervisor import ServiceSpec, Supervisor
-from coachbus.embedded.zygote import Zygote
+from coachbus.embedded.zygote import ForkedProcess, Zygote
 
 CHILD = """
 import os, sys, time
@@ -35,94 +37,90 @@ def child_module(tmp_path: Path) -> Path:
     return tmp_path
 
 
+@pytest_asyncio.fixture
+async def zygote(tmp_path: Path) -> AsyncIterator[Zygote]:
+    started = Zygote(tmp_path / "zygote.log")
+    await started.start()
+    try:
+        yield started
+    finally:
+        await started.stop()
+
+
+def _has_started(log: Path) -> bool:
+    return log.exists() and "session" in log.read_text()
+
+
+async def _sleeper(zygote: Zygote, child_module: Path, log: Path) -> ForkedProcess:
+    """A child that sleeps, once it has started (its log says so)."""
+    proc = await zygote.spawn(
+        "zygote_child", ["sleep"], env={}, cwd=str(child_module), log_path=log
+    )
+    for _ in range(300):
+        if _has_started(log):
+            break
+        await asyncio.sleep(0.05)
+    return proc
+
+
 async def test_a_child_is_python_dash_m_with_its_own_env_cwd_and_log(
-    child_module: Path, tmp_path: Path
+    zygote: Zygote, child_module: Path, tmp_path: Path
 ) -> None:
-    zygote = Zygote(tmp_path / "zygote.log")
-    await zygote.start()
-    try:
-        log = tmp_path / "child.log"
-        proc = await zygote.spawn(
-            "zygote_child",
-            ["3"],
-            env={"ZYGOTE_TEST": "from-the-request", "PATH": os.environ.get("PATH", "")},
-            cwd=str(child_module),
-            log_path=log,
-        )
-        assert await asyncio.wait_for(proc.wait(), 30) == 3
-        text = log.read_text()
-        assert "args ['3']" in text
-        assert "env from-the-request" in text
-        assert f"cwd {child_module}" in text
-        assert "session True" in text  # a Ctrl-C in the terminal is not the child's
-        with pytest.raises(ProcessLookupError):
-            proc.send_signal(signal.SIGTERM)  # reaped: its pid is not ours to signal
-    finally:
-        await zygote.stop()
+    log = tmp_path / "child.log"
+    proc = await zygote.spawn(
+        "zygote_child",
+        ["3"],
+        env={"ZYGOTE_TEST": "from-the-request", "PATH": os.environ.get("PATH", "")},
+        cwd=str(child_module),
+        log_path=log,
+    )
+    assert await asyncio.wait_for(proc.wait(), 30) == 3
+    text = log.read_text()
+    assert "args ['3']" in text
+    assert "env from-the-request" in text
+    assert f"cwd {child_module}" in text
+    assert "session True" in text  # a Ctrl-C in the terminal is not the child's
+    with pytest.raises(ProcessLookupError):
+        proc.send_signal(signal.SIGTERM)  # reaped: its pid is not ours to signal
 
 
-async def test_a_killed_child_reports_the_signal(child_module: Path, tmp_path: Path) -> None:
-    zygote = Zygote()
-    await zygote.start()
-    try:
-        log = tmp_path / "child.log"
-        proc = await zygote.spawn(
-            "zygote_child", ["sleep"], env={}, cwd=str(child_module), log_path=log
-        )
-        for _ in range(300):
-            if log.exists() and "session" in log.read_text():
-                break
-            await asyncio.sleep(0.05)
-        proc.kill()
-        assert await asyncio.wait_for(proc.wait(), 30) == -signal.SIGKILL
-    finally:
-        await zygote.stop()
+async def test_a_killed_child_reports_the_signal(
+    zygote: Zygote, child_module: Path, tmp_path: Path
+) -> None:
+    proc = await _sleeper(zygote, child_module, tmp_path / "child.log")
+    proc.kill()
+    assert await asyncio.wait_for(proc.wait(), 30) == -signal.SIGKILL
 
 
 async def test_a_missing_module_fails_in_the_child_not_the_zygote(
-    child_module: Path, tmp_path: Path
+    zygote: Zygote, child_module: Path, tmp_path: Path
 ) -> None:
-    zygote = Zygote()
-    await zygote.start()
-    try:
-        log = tmp_path / "bad.log"
-        bad = await zygote.spawn("no_such_module_here", [], env={}, cwd=str(tmp_path), log_path=log)
-        assert await asyncio.wait_for(bad.wait(), 30) == 1
-        assert "No module named no_such_module_here" in log.read_text()
-        # The zygote serves on.
-        good = await zygote.spawn(
-            "zygote_child", ["0"], env={}, cwd=str(child_module), log_path=None
-        )
-        assert await asyncio.wait_for(good.wait(), 30) == 0
-    finally:
-        await zygote.stop()
+    log = tmp_path / "bad.log"
+    bad = await zygote.spawn("no_such_module_here", [], env={}, cwd=str(tmp_path), log_path=log)
+    assert await asyncio.wait_for(bad.wait(), 30) == 1
+    assert "No module named no_such_module_here" in log.read_text()
+    # The zygote serves on.
+    good = await zygote.spawn("zygote_child", ["0"], env={}, cwd=str(child_module), log_path=None)
+    assert await asyncio.wait_for(good.wait(), 30) == 0
 
 
 async def test_children_of_a_dead_zygote_are_still_seen_to_end(
-    child_module: Path, tmp_path: Path
+    zygote: Zygote, child_module: Path, tmp_path: Path
 ) -> None:
     """A zygote killed (the OOM killer, an operator) leaves its children running:
     their ends are then polled, so a supervisor still notices and restarts them."""
-    zygote = Zygote()
-    await zygote.start()
-    try:
-        log = tmp_path / "child.log"
-        proc = await zygote.spawn(
-            "zygote_child", ["sleep"], env={}, cwd=str(child_module), log_path=log
-        )
-        assert zygote._proc is not None
-        zygote._proc.kill()
-        for _ in range(100):
-            if not zygote.alive:
-                break
-            await asyncio.sleep(0.05)
-        assert not zygote.alive
-        with pytest.raises(RuntimeError):
-            await zygote.spawn("zygote_child", ["0"], env={}, cwd=str(child_module), log_path=None)
-        os.kill(proc.pid, signal.SIGTERM)
-        assert await asyncio.wait_for(proc.wait(), 30) == -signal.SIGKILL  # the code is lost
-    finally:
-        await zygote.stop()
+    proc = await _sleeper(zygote, child_module, tmp_path / "child.log")
+    assert zygote._proc is not None
+    zygote._proc.kill()
+    for _ in range(100):
+        if not zygote.alive:
+            break
+        await asyncio.sleep(0.05)
+    assert not zygote.alive
+    with pytest.raises(RuntimeError):
+        await zygote.spawn("zygote_child", ["0"], env={}, cwd=str(child_module), log_path=None)
+    os.kill(proc.pid, signal.SIGTERM)
+    assert await asyncio.wait_for(proc.wait(), 30) == -signal.SIGKILL  # the code is lost
 
 
 async def test_the_supervisor_restarts_a_forked_service_after_kill_9(tmp_path: Path) -> None:
