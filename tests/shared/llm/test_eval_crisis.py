@@ -22,7 +22,7 @@ ITEMS = [
 ]
 
 
-def _corpus(root: Path) -> Path:
+def _corpus(root: Path, items: list[tuple[str, str, str, str]] = ITEMS) -> Path:
     folder = root / "crisis"
     folder.mkdir(parents=True)
     lines = [
@@ -36,7 +36,7 @@ def _corpus(root: Path) -> Path:
                 "source": "written",
             }
         )
-        for n, (text, lang, label, category) in enumerate(ITEMS)
+        for n, (text, lang, label, category) in enumerate(items)
     ]
     (folder / "dev.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return root
