@@ -147,12 +147,14 @@ async def write_prose(message: UserMessage, outcome: logic.SynthOutcome) -> Writ
     decider = runtime.tiers
     sink: SentencePublisher | None = None
     streaming: StreamingLLM | None = None
-    opener = opening(outcome) if sheet.mode not in logic.SAFETY_MODES else ""
+    opener = ""
     if runtime.llm is not None and sheet.mode not in logic.SAFETY_MODES:
+        opener = opening(outcome)
 
         async def publish(text: str, seq: int) -> None:
             tier: Tier = streaming.tier if streaming is not None and streaming.tier else "small"
-            if seq == 0 and opener and text == opener:
+            if seq == 0 and opener:
+                # The sink shows its opening first, before any attempt's sentence.
                 tier = "deterministic"  # the rendering's sentence, not the model's
             piece = _piece(message, outcome, text, seq, tier)
             await runtime.publish(Topic.REPLIES, piece, key=message.user_id)

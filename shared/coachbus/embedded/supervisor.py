@@ -115,39 +115,33 @@ class Supervisor:
             self._watchers.append(asyncio.create_task(self._watch(child)))
 
     async def _spawn(self, child: _Child) -> None:
+        env = {**self._env, **child.spec.env}
+        log_path = None
+        if self._log_dir is not None:
+            self._log_dir.mkdir(parents=True, exist_ok=True)
+            log_path = self._log_dir / f"{child.spec.name}.log"
         forkable = child.spec.python_module()
         if forkable is not None and self._zygote is not None and self._zygote.alive:
             module, args = forkable
-            log_path = None
-            if self._log_dir is not None:
-                self._log_dir.mkdir(parents=True, exist_ok=True)
-                log_path = self._log_dir / f"{child.spec.name}.log"
             child.proc = await self._zygote.spawn(
-                module,
-                args,
-                env={**self._env, **child.spec.env},
-                cwd=os.getcwd(),
-                log_path=log_path,
+                module, args, env=env, cwd=os.getcwd(), log_path=log_path
             )
-            child.started_at = time.monotonic()
-            return
-        out: int | object = asyncio.subprocess.DEVNULL
-        if self._log_dir is not None:
-            self._log_dir.mkdir(parents=True, exist_ok=True)
+        else:
             # Opening a local log file is instant; no need for a thread.
-            out = open(self._log_dir / f"{child.spec.name}.log", "ab")  # noqa: SIM115, ASYNC230
-        try:
-            child.proc = await asyncio.create_subprocess_exec(
-                *child.spec.argv(),
-                env={**self._env, **child.spec.env},
-                stdout=out,  # type: ignore[arg-type]
-                stderr=asyncio.subprocess.STDOUT,
-                start_new_session=True,
-            )
-        finally:
-            # The child has its own copy of the descriptor; ours would leak one per restart.
-            if hasattr(out, "close"):
-                out.close()
+            out = open(log_path, "ab") if log_path is not None else None  # noqa: SIM115, ASYNC230
+            try:
+                child.proc = await asyncio.create_subprocess_exec(
+                    *child.spec.argv(),
+                    env=env,
+                    stdout=out if out is not None else asyncio.subprocess.DEVNULL,
+                    stderr=asyncio.subprocess.STDOUT,
+                    start_new_session=True,
+                )
+            finally:
+                # The child has its own copy of the descriptor; ours would leak one
+                # per restart.
+                if out is not None:
+                    out.close()
         child.started_at = time.monotonic()
 
     async def _watch(self, child: _Child) -> None:

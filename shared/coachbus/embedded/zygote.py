@@ -235,9 +235,6 @@ class ForkedProcess:
             raise ProcessLookupError(self.pid)
         os.kill(self.pid, sig)
 
-    def terminate(self) -> None:
-        self.send_signal(signal.SIGTERM)
-
     def kill(self) -> None:
         self.send_signal(signal.SIGKILL)
 

@@ -123,7 +123,10 @@ async def test_children_of_a_dead_zygote_are_still_seen_to_end(
     assert await asyncio.wait_for(proc.wait(), 30) == -signal.SIGKILL  # the code is lost
 
 
-async def test_the_supervisor_restarts_a_forked_service_after_kill_9(tmp_path: Path) -> None:
+@pytest.mark.parametrize("preload", [True, False], ids=["forked", "exec"])
+async def test_the_supervisor_restarts_a_service_after_kill_9(
+    tmp_path: Path, preload: bool
+) -> None:
     # The LLM simulator is a small python -m server with a health path: a real child.
     from coachbus.embedded.broker import free_port
 
@@ -134,13 +137,14 @@ async def test_the_supervisor_restarts_a_forked_service_after_kill_9(tmp_path: P
         command=[sys.executable, "-m", "coachbus.cli", "llm-sim", "--port", str(port)],
         health_path="/health",
     )
-    supervisor = Supervisor([spec], log_dir=tmp_path, max_backoff_s=0.5)
+    supervisor = Supervisor([spec], log_dir=tmp_path, max_backoff_s=0.5, preload=preload)
     await supervisor.start()
     try:
         await supervisor.wait_healthy(timeout_s=60)
         first = supervisor.pid("llm-sim")
         assert first is not None
-        assert (tmp_path / "zygote.log").exists()  # it was forked, not exec'd
+        # Forked from the zygote, or its own interpreter (the fallback path).
+        assert (tmp_path / "zygote.log").exists() is preload
         supervisor.kill("llm-sim")
         for _ in range(600):
             if supervisor.restarts("llm-sim") and supervisor.pid("llm-sim") not in (None, first):
