@@ -41,7 +41,13 @@ from pathlib import Path
 
 from coachbus.llm.api import Message
 from coachbus.llm.settings import LLMSettings
-from coachbus.llm.tokens import MESSAGE_OVERHEAD, REPLY_PRIMER, TokenCounter, default_counter
+from coachbus.llm.tokens import (
+    MESSAGE_OVERHEAD,
+    REPLY_PRIMER,
+    TokenCounter,
+    default_counter,
+    upper_bound,
+)
 
 
 class PromptBudgetError(ValueError):
@@ -203,20 +209,48 @@ class PromptContext:
 
 @dataclass(slots=True)
 class Prompt:
+    """An agent's prompt. ``tokens`` and ``prefix_tokens`` are exact counts, made
+    when first read: nothing on a turn's path reads them (the budget checks that
+    built the prompt used :func:`~coachbus.llm.tokens.upper_bound` where it
+    decides), so the tokenizer runs only for whoever asks."""
+
     messages: list[Message]
-    tokens: int
     budget: int
-    prefix_tokens: int
     shared: bool
     dropped_history: int = 0
     dropped_sections: list[str] = field(default_factory=list)
     profile_truncated: bool = False
+    # The prefix's messages (the first ``prefix_len``) and the counter, for the
+    # counts; they follow from ``messages``, so they take no part in equality.
+    prefix_len: int = field(default=0, compare=False, repr=False)
+    counter: TokenCounter | None = field(default=None, compare=False, repr=False)
+    _prefix_tokens: int | None = field(default=None, compare=False, repr=False)
+    _tokens: int | None = field(default=None, compare=False, repr=False)
+
+    def _count(self, messages: Sequence[Message]) -> int:
+        counter = self.counter or default_counter()
+        return sum(counter.count(m["content"]) + MESSAGE_OVERHEAD for m in messages)
+
+    @property
+    def prefix_tokens(self) -> int:
+        if self._prefix_tokens is None:
+            self._prefix_tokens = self._count(self.messages[: self.prefix_len])
+        return self._prefix_tokens
+
+    @property
+    def tokens(self) -> int:
+        if self._tokens is None:
+            self._tokens = (
+                self.prefix_tokens + self._count(self.messages[self.prefix_len :]) + REPLY_PRIMER
+            )
+        return self._tokens
 
 
 @dataclass(slots=True)
 class _Fit:
     messages: list[Message]
-    tokens: int
+    # The exact count when the fit had to count; None when a bound settled it.
+    tokens: int | None
     dropped_history: int
     dropped_sections: list[str]
     profile_truncated: bool
@@ -330,6 +364,10 @@ class PromptBuilder:
     def _count(self, messages: Sequence[Message]) -> int:
         return sum(self.counter.count(m["content"]) + MESSAGE_OVERHEAD for m in messages)
 
+    def _bound(self, messages: Sequence[Message]) -> int:
+        """At least :meth:`_count`, without tokenizing when the counter allows."""
+        return sum(upper_bound(self.counter, m["content"]) + MESSAGE_OVERHEAD for m in messages)
+
     def _fit(self, ctx: PromptContext, limit: int) -> _Fit:
         """The prefix messages within ``limit`` tokens, dropping the least valuable first."""
         history = list(ctx.history)
@@ -345,11 +383,16 @@ class PromptBuilder:
             ]
 
         def fits(h: Sequence[str], s: Sequence[Section], p: str) -> bool:
-            return self._count(make(h, s, p)) <= limit
+            candidate = make(h, s, p)
+            return self._bound(candidate) <= limit or self._count(candidate) <= limit
 
-        # The usual case: everything fits. Rendered and counted once, not once per
-        # check below (each check would render and count the same messages again).
+        # The usual case: everything fits. Rendered once, not once per check below,
+        # and not even tokenized when its bytes fit: a turn's context is new text in
+        # every agent, so counting it was a tenth of each agent's CPU, for prompts
+        # that hold a third of their budget.
         messages = make(history, sections, profile)
+        if self._bound(messages) <= limit:
+            return _Fit(messages, None, 0, [], False)
         tokens = self._count(messages)
         if tokens <= limit:
             return _Fit(messages, tokens, 0, [], False)
@@ -420,27 +463,43 @@ class PromptBuilder:
         tail.append({"role": self.instructions_role, "content": instructions})
         if rejected:
             tail.append(repair_message(rejected))
-        tail_tokens = self._count(tail) + REPLY_PRIMER
-        room = budget - tail_tokens
-        if room <= 0:
-            raise PromptBudgetError(
-                f"{agent}: instructions alone take {tail_tokens} tokens, budget {budget}"
-            )
+        # Bounds first; an exact count only where a bound cannot settle the check.
+        # Every decision is the one exact counts make (a bound is never below the
+        # count), so the prompt is the same as with counting throughout.
+        tail_bound = self._bound(tail) + REPLY_PRIMER
+        tail_tokens: int | None = None
+        if tail_bound >= budget:
+            tail_tokens = self._count(tail) + REPLY_PRIMER
+            if tail_tokens >= budget:
+                raise PromptBudgetError(
+                    f"{agent}: instructions alone take {tail_tokens} tokens, budget {budget}"
+                )
         try:
             fit: _Fit | None = self._fit(ctx, self.settings.shared_prefix_budget)
         except PromptBudgetError:
             fit = None  # an outsized message: this agent may still have room of its own
-        shared = fit is not None and fit.tokens <= room
+        shared = False
+        if fit is not None:
+            if self._bound(fit.messages) + tail_bound <= budget:
+                shared = True
+            else:
+                if tail_tokens is None:
+                    tail_tokens = self._count(tail) + REPLY_PRIMER
+                if fit.tokens is None:
+                    fit.tokens = self._count(fit.messages)
+                shared = fit.tokens <= budget - tail_tokens
         if fit is None or not shared:
-            fit = self._fit(ctx, room)
-        messages = [*fit.messages, *tail]
+            if tail_tokens is None:
+                tail_tokens = self._count(tail) + REPLY_PRIMER
+            fit = self._fit(ctx, budget - tail_tokens)
         return Prompt(
-            messages=messages,
-            tokens=fit.tokens + tail_tokens,
+            messages=[*fit.messages, *tail],
             budget=budget,
-            prefix_tokens=fit.tokens,
             shared=shared,
             dropped_history=fit.dropped_history,
             dropped_sections=fit.dropped_sections,
             profile_truncated=fit.profile_truncated,
+            prefix_len=len(fit.messages),
+            counter=self.counter,
+            _prefix_tokens=fit.tokens,
         )

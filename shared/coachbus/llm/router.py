@@ -38,7 +38,7 @@ from coachbus.llm.controller import (
     StopReason,
 )
 from coachbus.llm.settings import LLMSettings, LLMTier
-from coachbus.llm.tokens import count_messages
+from coachbus.llm.tokens import count_messages_within
 from coachbus.metrics import TIER_DECISIONS
 from coachbus.severity import SEVERITY_RANK, Severity
 
@@ -266,7 +266,11 @@ class Router:
 
         async def generate(ctx: RepairContext) -> Generation[T]:
             messages = build_messages(tier, ctx.previous_errors)
-            prompt_tokens = count_messages(messages, client.counter)
+            # Exact only when it could matter: a prompt that leaves room for the
+            # policy's whole answer by its bytes gets the same max_tokens.
+            prompt_tokens = count_messages_within(
+                messages, ctx.remaining_tokens - policy.max_tokens, client.counter
+            )
             affordable = ctx.remaining_tokens - prompt_tokens
             if affordable < 16:
                 raise BudgetExceededError(f"{affordable} tokens left for the answer")

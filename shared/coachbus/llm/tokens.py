@@ -36,6 +36,8 @@ class TokenCounter(Protocol):
     def count(self, text: str) -> int: ...
 
 
+# A line break with non-space on both sides (see HFTokenizerCounter.count).
+_LINE_BREAK = re.compile(r"(?<=\S)\n(?=\S)")
 _PIECE = re.compile(r" ?[^\W\d_]+| ?\d| ?[^\s\w]+|\s+")
 
 
@@ -84,22 +86,56 @@ class HFTokenizerCounter:
     on every call, a turn's prompt once when it is fitted and again when its call is
     budgeted, history entries on every probe of a budget bisection): encoding was
     the top hot spot of the benchmark profile, so counts are cached. The cache is
-    keyed by a 16-byte digest of the text, not by the text: most texts counted are
-    a turn's whole prompt context, counted once or twice and 4-10 KB long. A cache
-    keyed by the texts themselves (2048 of them) held about 10 MB in every agent
-    once full; this one holds 4096 counts in under 1 MB.
+    keyed by a 16-byte digest of the text, not by the text: a cache keyed by the
+    texts themselves (2048 whole prompt contexts) held about 10 MB in every agent
+    once full. Counting line by line (``line_additive``) caches lines, not whole
+    contexts: more entries, each smaller and far more often reused; 16384 of them
+    take about 2 MB.
     """
 
-    def __init__(self, tokenizer: Any, name: str, cache_size: int = 4096) -> None:
+    def __init__(
+        self,
+        tokenizer: Any,
+        name: str,
+        cache_size: int = 16384,
+        *,
+        byte_level: bool = False,
+        line_additive: bool = False,
+    ) -> None:
         self._tokenizer = tokenizer
         self.name = name
+        # True only for a byte-level BPE, whose tokens each hold at least one byte
+        # of the text (see upper_bound).
+        self.byte_level = byte_level
+        # True only for a pre-tokenizer under which a line break between two
+        # non-space characters is a token of its own that nothing merges with
+        # (GPT-2's split, SmolLM2's: see count).
+        self.line_additive = line_additive
+        self._newline = 0
         self._cache: OrderedDict[bytes, int] = OrderedDict()
         self._cache_size = cache_size
 
     def count(self, text: str) -> int:
+        """The exact count. With ``line_additive``, a text is counted line by line
+        (split only where a break stands between two non-space characters), each
+        line cached: a turn's prompt is mostly lines earlier turns had (the
+        briefing, the profile, the history), so only its new lines are tokenized.
+        Under GPT-2's pre-tokenizer a break there is a pre-token of its own and the
+        pieces on either side split as they would alone, so the sum is the whole
+        text's count exactly (a test checks it on thousands of adversarial texts)."""
         if not text:
             return 0
-        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        if self.line_additive and "\n" in text:
+            lines = _LINE_BREAK.split(text)
+            if len(lines) > 1:
+                if not self._newline:
+                    self._newline = self._count_one("\n")
+                return sum(map(self._count_one, lines)) + self._newline * (len(lines) - 1)
+        return self._count_one(text)
+
+    def _count_one(self, text: str) -> int:
+        raw = text.encode("utf-8", "surrogatepass")
+        key = hashlib.blake2b(raw, digest_size=16).digest()
         cached = self._cache.get(key)
         if cached is not None:
             self._cache.move_to_end(key)
@@ -109,6 +145,27 @@ class HFTokenizerCounter:
         if len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
         return n
+
+    def at_most(self, text: str) -> int:
+        """At least :meth:`count`, without tokenizing: each line's count when it is
+        cached (the briefing, the instructions and the lines of earlier turns), else,
+        for a byte-level BPE, its byte length (every token holds at least one byte)."""
+        if not text:
+            return 0
+        if self.line_additive and "\n" in text:
+            lines = _LINE_BREAK.split(text)
+            if len(lines) > 1:
+                if not self._newline:
+                    self._newline = self._count_one("\n")
+                return sum(map(self._bound_one, lines)) + self._newline * (len(lines) - 1)
+        return self._bound_one(text)
+
+    def _bound_one(self, text: str) -> int:
+        raw = text.encode("utf-8", "surrogatepass")
+        cached = self._cache.get(hashlib.blake2b(raw, digest_size=16).digest())
+        if cached is not None:
+            return cached
+        return len(raw) if self.byte_level else self._count_one(text)
 
 
 # --------------------------------------------------------------------------- GGUF header
@@ -224,7 +281,9 @@ def default_counter() -> TokenCounter:
     path = find_gguf()
     if path is not None and importlib.util.find_spec("tokenizers") is not None:
         try:
-            return HFTokenizerCounter(tokenizer_from_gguf(path), name="smollm2-bpe")
+            return HFTokenizerCounter(
+                tokenizer_from_gguf(path), name="smollm2-bpe", byte_level=True, line_additive=True
+            )
         except (OSError, ValueError, KeyError):
             pass
     return EstimateCounter()
@@ -234,3 +293,35 @@ def count_messages(messages: list[Message], counter: TokenCounter | None = None)
     counter = counter or default_counter()
     body = sum(counter.count(m.get("content", "")) + MESSAGE_OVERHEAD for m in messages)
     return body + REPLY_PRIMER
+
+
+def upper_bound(counter: TokenCounter, text: str) -> int:
+    """At least ``counter.count(text)``, and cheap when the counter allows.
+
+    A byte-level BPE (SmolLM2's here, Qwen3's, GPT-2's) gives every token at least
+    one byte of the UTF-8 text, so the byte length bounds the count without
+    tokenizing; a counter that caches counts (``at_most``) answers a text it has
+    counted before exactly. Budget checks use it first and count only when it cannot
+    settle the check: a prompt whose bytes fit its budget fits in tokens too. Any
+    other counter is simply asked.
+    """
+    at_most = getattr(counter, "at_most", None)
+    if at_most is not None:
+        return int(at_most(text))
+    if getattr(counter, "byte_level", False):
+        return len(text.encode("utf-8", "surrogatepass"))
+    return counter.count(text)
+
+
+def count_messages_within(
+    messages: list[Message], limit: int, counter: TokenCounter | None = None
+) -> int:
+    """:func:`count_messages` where only ``<= limit`` matters: the bound when it is
+    within ``limit`` (a figure at least the count, so callers budgeting with it stay
+    inside), the exact count otherwise."""
+    counter = counter or default_counter()
+    bound = (
+        sum(upper_bound(counter, m.get("content", "")) + MESSAGE_OVERHEAD for m in messages)
+        + REPLY_PRIMER
+    )
+    return bound if bound <= limit else count_messages(messages, counter)
