@@ -31,8 +31,10 @@ import uuid
 from collections import Counter, deque
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Literal
 
+import msgspec
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -44,6 +46,7 @@ from coachbus.llm.simprofile import load as load_profile
 
 DEFAULT_MODELS = ("Qwen/Qwen3-30B-A3B", "Qwen/Qwen3-235B-A22B")
 Fault = Literal["error", "timeout", "invalid_json", "truncate", "whitespace"]
+_encode = msgspec.json.Encoder().encode
 _PIECES = re.compile(r"\s?\w+|\s?[^\w\s]+|\s+")
 
 
@@ -179,6 +182,13 @@ def count_pieces(text: str) -> int:
     return len(_PIECES.findall(text))
 
 
+@lru_cache(maxsize=1024)
+def _content_pieces(content: str) -> tuple[str, ...]:
+    # The briefing, the instructions and a turn's shared context recur across the
+    # agents' calls: split each once (the split was a tenth of the simulator's CPU).
+    return tuple(_PIECES.findall(content))
+
+
 def prompt_tokens_of(messages: Sequence[dict[str, Any]], salt: Any = None) -> list[str]:
     """The prompt as the simulator's tokens, in ChatML framing (4 per message, 3 to
     open the reply): what the prefix cache keys on. A ``cache_salt`` comes first, so
@@ -186,7 +196,7 @@ def prompt_tokens_of(messages: Sequence[dict[str, Any]], salt: Any = None) -> li
     tokens: list[str] = [f"<salt:{salt}>"] if salt else []
     for m in messages:
         tokens += ["<|im_start|>", str(m.get("role", "")), "\n"]
-        tokens += _PIECES.findall(str(m.get("content", "")))
+        tokens += _content_pieces(str(m.get("content", "")))
         tokens.append("<|im_end|>")
     tokens += ["<|im_start|>", "assistant", "\n"]
     return tokens
@@ -592,7 +602,9 @@ class Simulator:
                 "model": plan.model,
                 "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
             }
-            return f"data: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
+            # One event per token: msgspec, as the stdlib encoder was a sixth of the
+            # simulator's CPU. UTF-8 as vLLM sends it (no \\u escapes).
+            return b"data: " + _encode(data) + b"\n\n"
 
         yield chunk({"role": "assistant", "content": ""})
         priority = int(body.get("priority") or 0)
