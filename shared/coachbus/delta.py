@@ -187,8 +187,11 @@ class SentencePublisher:
         min_words: int = LANGUAGE_AFTER_WORDS,
         json_field: str | None = None,
         opening: str = "",
+        gap_s: float = SENTENCE_GAP_S,
     ) -> None:
         self._publish = publish
+        self._gap_s = gap_s
+        self._published_at = -float("inf")
         self._check = check
         self._max_words = max_words
         self._min_words = min_words
@@ -213,6 +216,7 @@ class SentencePublisher:
         if not self._opening or self._base or self.seq:
             return
         await self._publish(self._opening, self.seq)
+        self._published_at = time.monotonic()
         self.seq += 1
         self.shown = self._base = self._accepted = self._opening
 
@@ -300,20 +304,34 @@ class SentencePublisher:
             return []
         candidate = f"{self._accepted} {words}" if self._accepted else words
         if self._max_words is not None and word_count(candidate) > self._max_words:
-            return [f"too long: the next sentence goes over {self._max_words} words"]
-        errors = self._check(candidate)
+            errors = [f"too long: the next sentence goes over {self._max_words} words"]
+        else:
+            errors = self._check(candidate)
         if errors:
+            # The sentences before this one passed: what a burst held back goes out,
+            # and the stream ends at the sentence that failed, as it would unheld.
+            if word_count(self._accepted) >= self._min_words:
+                await self._flush()
             return errors
         self._accepted = candidate
         if word_count(candidate) >= self._min_words:
-            await self._flush()
+            await self._flush(burst=True)
         return []
 
-    async def _flush(self) -> None:
+    async def _flush(self, *, burst: bool = False) -> None:
+        """Show what was accepted and not yet shown. ``burst``: not within ``gap_s``
+        of the last piece. A fast model's sentences (the instant one's arrive in one
+        read) then go out as one record with the next sentence or the end, not one
+        record each; a model writing at a human-readable pace is never held, since
+        its sentences are further apart than the gap. What stays held when the
+        attempt is cut off (a deadline) is in the final reply, as all of it is."""
         if not self._live or len(self._accepted) <= len(self.shown):
+            return
+        if burst and time.monotonic() - self._published_at < self._gap_s:
             return
         piece = self._accepted[len(self.shown) :]
         await self._publish(piece, self.seq)
+        self._published_at = time.monotonic()
         self.seq += 1
         self.shown = self._accepted
 

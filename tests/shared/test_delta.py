@@ -3,6 +3,7 @@ per-sentence check, and StreamingLLM completing a stream that ended early."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from collections.abc import AsyncIterator
 from typing import Any
@@ -53,7 +54,8 @@ async def test_sentences_go_out_whole_and_join_to_the_normalised_text() -> None:
         checked.append(text)
         return []
 
-    sink = SentencePublisher(shown, check)
+    # No burst gap: each sentence is a piece of its own, as at a model's reading pace.
+    sink = SentencePublisher(shown, check, gap_s=0)
     assert await _feed(sink, TEXT) == []
     assert shown.pieces == [
         "Thanks for telling me how the thesis is going.",
@@ -204,11 +206,11 @@ def _req() -> ChatRequest:
 
 
 def _live(
-    text: str, opening: str = "", **kwargs: Any
+    text: str, opening: str = "", gap_s: float = 0.02, **kwargs: Any
 ) -> tuple[StreamingLLM, SentencePublisher, Shown, FakeClient]:
     shown = Shown()
     check = partial_check(language="en", register="informal")
-    sink = SentencePublisher(shown, check, opening=opening)
+    sink = SentencePublisher(shown, check, opening=opening, gap_s=gap_s)
     client = FakeClient(text)
     live = StreamingLLM(client, sink, lambda t: Draft(text=t), **kwargs)  # type: ignore[arg-type]
     return live, sink, shown, client
@@ -310,7 +312,10 @@ async def test_a_first_sentence_failing_after_the_opening_is_repaired_and_stream
     """Only the opening was shown: the failed attempt is an ordinary failure (the
     router repairs), and the repair attempt still streams, after the opening."""
     live, sink, shown, client = _live(
-        "Shadow noticed a pattern here. " + CONTINUATION, opening=OPENING, complete=lambda s: s
+        "Shadow noticed a pattern here. " + CONTINUATION,
+        opening=OPENING,
+        gap_s=0,
+        complete=lambda s: s,
     )
     with pytest.raises(OutputError):
         await live.chat(_req())
@@ -352,3 +357,48 @@ async def test_a_json_wrapped_answer_is_unwrapped_then_checked_and_shown_whole()
     assert "".join(shown.pieces) == sink.text
     bad = SentencePublisher(Shown(), lambda _t: [], json_field="text")
     assert await _feed(bad, '{"answer": "no text field here"}')
+
+
+async def test_a_burst_of_sentences_goes_out_as_one_piece_after_the_first() -> None:
+    """The instant model's sentences arrive in one read: the first is shown at once,
+    the rest as one piece at the end, not one record per sentence."""
+    shown = Shown()
+    sink = SentencePublisher(shown, lambda _t: [])
+    assert await _feed(sink, TEXT) == []
+    assert shown.pieces == [
+        "Thanks for telling me how the thesis is going.",
+        " It sounds like tidying feels safer than writing. What if you wrote one rough "
+        "paragraph tomorrow? Which time suits you?",
+    ]
+    assert "".join(shown.pieces) == " ".join(TEXT.split())
+
+
+async def test_sentences_further_apart_than_the_gap_are_never_held() -> None:
+    shown = Shown()
+    sink = SentencePublisher(shown, lambda _t: [], gap_s=0.005)
+    sink.start_attempt()
+    for sentence in ("Thanks for telling me how it is going. ", "That sounds hard. ", "Well."):
+        for token in _tokens(sentence):
+            await sink.feed(token)
+        await asyncio.sleep(0.01)  # a model at reading pace: longer than the gap
+    # The first two went out as they were complete; the last (no white space after
+    # it yet) waits for the end of the stream.
+    assert shown.pieces == ["Thanks for telling me how it is going.", " That sounds hard."]
+    assert await sink.end() == []
+    assert shown.pieces[-1] == " Well."
+
+
+async def test_a_failing_sentence_releases_what_the_burst_held() -> None:
+    shown = Shown()
+    check = partial_check(language="en", register="informal", markers=["quit your job"])
+    sink = SentencePublisher(shown, check)
+    text = (
+        "Thanks for telling me how the thesis is going. It sounds like a hard week. "
+        "Maybe you should quit your job and write full time. Which day suits you?"
+    )
+    assert await _feed(sink, text)
+    # The held second sentence passed its check: it is shown, the failing one is not.
+    assert shown.pieces == [
+        "Thanks for telling me how the thesis is going.",
+        " It sounds like a hard week.",
+    ]
