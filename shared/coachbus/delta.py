@@ -10,7 +10,8 @@ before anything is shown and publishes the pieces as delta replies. Two sinks:
   a sentence end, never per token nor per sentence of a burst; a tail that could
   hold half of a blocked-step marker is held back.
 * :class:`SentencePublisher` (Synth's ``final_delta``): whole sentences only, each
-  checked with the text before it and within the reply's word budget; a sentence
+  checked with the text before it and within the reply's word budget (a burst's
+  sentences, within ``SENTENCE_GAP_S`` of the last piece, as one piece); a sentence
   that fails ends the stream there. It may open with a sentence of the caller's,
   shown when the first attempt starts (before the model's first token) and
   continued by the model.
