@@ -4,6 +4,7 @@ changes no prompt and no answer budget."""
 from __future__ import annotations
 
 import random
+import unicodedata
 
 import pytest
 
@@ -195,7 +196,20 @@ def test_counting_line_by_line_is_the_whole_texts_count() -> None:
         '<data about="user profile">\nRuns early.\n</data>\n\n'
         '<data about="new message">\nhi\n</data>'
     )
-    texts = [*_adversarial(11, 3000), fenced]
+    # Every separator, control and format character next to a break: where Python's
+    # idea of white space (which decides the split) and the tokenizer's could differ.
+    # (All 1.1 million code points were checked once this way, in 40 s.)
+    edges = [
+        ch
+        for ch in map(chr, range(0x3100))
+        if unicodedata.category(ch)[0] in "ZC" and not 0xD800 <= ord(ch) <= 0xDFFF
+    ]
+    texts = [
+        *_adversarial(11, 3000),
+        fenced,
+        *(f"x{ch}\n{ch}y" for ch in edges),
+        *(f"{ch}\n{ch}" for ch in edges),
+    ]
     for text in texts:
         whole = len(tokenizer.encode(text, add_special_tokens=False).ids)
         assert counter.count(text) == whole, repr(text)
