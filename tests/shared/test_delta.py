@@ -95,6 +95,12 @@ async def test_a_failing_sentence_ends_the_stream_before_it_is_shown() -> None:
     assert sink.shown == (
         "Thanks for telling me how the thesis is going. It sounds like a hard week."
     )
+    # The second sentence came in the first one's burst and was held; it passed its
+    # check, so the failing third releases it before the stream ends.
+    assert shown.pieces == [
+        "Thanks for telling me how the thesis is going.",
+        " It sounds like a hard week.",
+    ]
     assert "quit" not in "".join(shown.pieces)
 
 
@@ -386,19 +392,3 @@ async def test_sentences_further_apart_than_the_gap_are_never_held() -> None:
     assert shown.pieces == ["Thanks for telling me how it is going.", " That sounds hard."]
     assert await sink.end() == []
     assert shown.pieces[-1] == " Well."
-
-
-async def test_a_failing_sentence_releases_what_the_burst_held() -> None:
-    shown = Shown()
-    check = partial_check(language="en", register="informal", markers=["quit your job"])
-    sink = SentencePublisher(shown, check)
-    text = (
-        "Thanks for telling me how the thesis is going. It sounds like a hard week. "
-        "Maybe you should quit your job and write full time. Which day suits you?"
-    )
-    assert await _feed(sink, text)
-    # The held second sentence passed its check: it is shown, the failing one is not.
-    assert shown.pieces == [
-        "Thanks for telling me how the thesis is going.",
-        " It sounds like a hard week.",
-    ]

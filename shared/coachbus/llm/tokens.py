@@ -16,7 +16,7 @@ import math
 import re
 import struct
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 from pathlib import Path
 from typing import IO, Any, Protocol
@@ -123,6 +123,10 @@ class HFTokenizerCounter:
         Under GPT-2's pre-tokenizer a break there is a pre-token of its own and the
         pieces on either side split as they would alone, so the sum is the whole
         text's count exactly (a test checks it on thousands of adversarial texts)."""
+        return self._by_lines(text, self._count_one)
+
+    def _by_lines(self, text: str, one: Callable[[str], int]) -> int:
+        """``one`` of each line plus the breaks, or ``one(text)`` when not additive."""
         if not text:
             return 0
         if self.line_additive and "\n" in text:
@@ -130,8 +134,8 @@ class HFTokenizerCounter:
             if len(lines) > 1:
                 if not self._newline:
                     self._newline = self._count_one("\n")
-                return sum(map(self._count_one, lines)) + self._newline * (len(lines) - 1)
-        return self._count_one(text)
+                return sum(map(one, lines)) + self._newline * (len(lines) - 1)
+        return one(text)
 
     def _count_one(self, text: str) -> int:
         raw = text.encode("utf-8", "surrogatepass")
@@ -150,15 +154,7 @@ class HFTokenizerCounter:
         """At least :meth:`count`, without tokenizing: each line's count when it is
         cached (the briefing, the instructions and the lines of earlier turns), else,
         for a byte-level BPE, its byte length (every token holds at least one byte)."""
-        if not text:
-            return 0
-        if self.line_additive and "\n" in text:
-            lines = _LINE_BREAK.split(text)
-            if len(lines) > 1:
-                if not self._newline:
-                    self._newline = self._count_one("\n")
-                return sum(map(self._bound_one, lines)) + self._newline * (len(lines) - 1)
-        return self._bound_one(text)
+        return self._by_lines(text, self._bound_one)
 
     def _bound_one(self, text: str) -> int:
         raw = text.encode("utf-8", "surrogatepass")
