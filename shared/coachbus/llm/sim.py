@@ -603,7 +603,7 @@ class Simulator:
                 "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
             }
             # One event per token: msgspec, as the stdlib encoder was a sixth of the
-            # simulator's CPU. UTF-8 as vLLM sends it (no \\u escapes).
+            # simulator's CPU. UTF-8 as vLLM sends it (no \u escapes).
             return b"data: " + _encode(data) + b"\n\n"
 
         yield chunk({"role": "assistant", "content": ""})
