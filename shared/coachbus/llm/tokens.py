@@ -36,6 +36,8 @@ class TokenCounter(Protocol):
     def count(self, text: str) -> int: ...
 
 
+# Whole texts whose line sums a counter remembers (see HFTokenizerCounter).
+_WALKED = 64
 # A line break with non-space on both sides (see HFTokenizerCounter.count).
 _LINE_BREAK = re.compile(r"(?<=\S)\n(?=\S)")
 _PIECE = re.compile(r" ?[^\W\d_]+| ?\d| ?[^\s\w]+|\s+")
@@ -114,6 +116,11 @@ class HFTokenizerCounter:
         self._newline = 0
         self._cache: OrderedDict[bytes, int] = OrderedDict()
         self._cache_size = cache_size
+        # The last whole texts walked line by line, with their sums (count, bound):
+        # one call's prompt is bounded three times (fitted, placed, budgeted).
+        # Keyed by the text: a string's hash is kept in it and a hit on the same
+        # string object compares by identity, so a hit costs a lookup.
+        self._walked: dict[tuple[str, bool], int] = {}
 
     def count(self, text: str) -> int:
         """The exact count. With ``line_additive``, a text is counted line by line
@@ -129,13 +136,27 @@ class HFTokenizerCounter:
         """``one`` of each line plus the breaks, or ``one(text)`` when not additive."""
         if not text:
             return 0
-        if self.line_additive and "\n" in text:
-            lines = _LINE_BREAK.split(text)
-            if len(lines) > 1:
-                if not self._newline:
-                    self._newline = self._count_one("\n")
-                return sum(map(one, lines)) + self._newline * (len(lines) - 1)
-        return one(text)
+        if not (self.line_additive and "\n" in text):
+            return one(text)
+        exact = one == self._count_one
+        walked = self._walked.get((text, exact))
+        if walked is not None:
+            # A remembered bound may be looser than one from lines counted since
+            # (never looser than the count, once the count was made: see below):
+            # still a bound, and the exact count is asked for when it matters.
+            return walked
+        lines = _LINE_BREAK.split(text)
+        if len(lines) == 1:
+            return one(text)
+        if not self._newline:
+            self._newline = self._count_one("\n")
+        total = sum(map(one, lines)) + self._newline * (len(lines) - 1)
+        while len(self._walked) >= _WALKED:
+            del self._walked[next(iter(self._walked))]  # the oldest
+        self._walked[(text, exact)] = total
+        if exact:
+            self._walked[(text, False)] = total  # the count is the tightest bound
+        return total
 
     def _count_one(self, text: str) -> int:
         raw = text.encode("utf-8", "surrogatepass")
