@@ -344,3 +344,11 @@ def test_flags_map_to_config() -> None:
         seed=3, models=("a", "b"), llamacpp_quirks=True, max_num_seqs=8,
     )  # fmt: skip
     assert main(["--error-rate", "0.8", "--timeout-rate", "0.5"]) == 2
+
+
+async def test_a_body_that_is_not_a_json_object_is_a_400(sim_url: str) -> None:
+    async with httpx.AsyncClient(base_url=sim_url) as http:
+        for body in (b"{not json", b"[1, 2]", b"\xff\xfe"):
+            resp = await http.post("chat/completions", content=body)
+            assert resp.status_code == 400, body
+            assert "JSON" in resp.json()["error"]["message"]
