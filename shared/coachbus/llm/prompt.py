@@ -46,7 +46,7 @@ from coachbus.llm.tokens import (
     REPLY_PRIMER,
     TokenCounter,
     default_counter,
-    upper_bound,
+    messages_at_most,
 )
 
 
@@ -366,7 +366,7 @@ class PromptBuilder:
 
     def _bound(self, messages: Sequence[Message]) -> int:
         """At least :meth:`_count`, without tokenizing when the counter allows."""
-        return sum(upper_bound(self.counter, m["content"]) + MESSAGE_OVERHEAD for m in messages)
+        return messages_at_most(messages, self.counter)
 
     def _fit(self, ctx: PromptContext, limit: int) -> _Fit:
         """The prefix messages within ``limit`` tokens, dropping the least valuable first."""

@@ -16,7 +16,7 @@ import math
 import re
 import struct
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import IO, Any, Protocol
@@ -130,15 +130,16 @@ class HFTokenizerCounter:
         Under GPT-2's pre-tokenizer a break there is a pre-token of its own and the
         pieces on either side split as they would alone, so the sum is the whole
         text's count exactly (a test checks it on thousands of adversarial texts)."""
-        return self._by_lines(text, self._count_one)
+        return self._by_lines(text, exact=True)
 
-    def _by_lines(self, text: str, one: Callable[[str], int]) -> int:
-        """``one`` of each line plus the breaks, or ``one(text)`` when not additive."""
+    def _by_lines(self, text: str, *, exact: bool) -> int:
+        """Each line's count (``exact``) or bound plus the breaks; the whole text's
+        when the counter is not line-additive."""
         if not text:
             return 0
+        one = self._count_one if exact else self._bound_one
         if not (self.line_additive and "\n" in text):
             return one(text)
-        exact = one == self._count_one
         walked = self._walked.get((text, exact))
         if walked is not None:
             # A remembered bound may be looser than one from lines counted since
@@ -175,7 +176,7 @@ class HFTokenizerCounter:
         """At least :meth:`count`, without tokenizing: each line's count when it is
         cached (the briefing, the instructions and the lines of earlier turns), else,
         for a byte-level BPE, its byte length (every token holds at least one byte)."""
-        return self._by_lines(text, self._bound_one)
+        return self._by_lines(text, exact=False)
 
     def _bound_one(self, text: str) -> int:
         raw = text.encode("utf-8", "surrogatepass")
@@ -306,6 +307,11 @@ def default_counter() -> TokenCounter:
     return EstimateCounter()
 
 
+def messages_at_most(messages: Sequence[Message], counter: TokenCounter) -> int:
+    """:func:`upper_bound` of each message's content with its framing (no primer)."""
+    return sum(upper_bound(counter, m.get("content", "")) + MESSAGE_OVERHEAD for m in messages)
+
+
 def count_messages(messages: list[Message], counter: TokenCounter | None = None) -> int:
     counter = counter or default_counter()
     body = sum(counter.count(m.get("content", "")) + MESSAGE_OVERHEAD for m in messages)
@@ -337,8 +343,5 @@ def count_messages_within(
     within ``limit`` (a figure at least the count, so callers budgeting with it stay
     inside), the exact count otherwise."""
     counter = counter or default_counter()
-    bound = (
-        sum(upper_bound(counter, m.get("content", "")) + MESSAGE_OVERHEAD for m in messages)
-        + REPLY_PRIMER
-    )
+    bound = messages_at_most(messages, counter) + REPLY_PRIMER
     return bound if bound <= limit else count_messages(messages, counter)

@@ -63,6 +63,18 @@ def req(**kw: Any) -> ChatRequest:
 
 
 @respx.mock
+async def test_the_body_is_json_with_its_content_type_and_utf8_as_sent() -> None:
+    route = respx.post(URL).mock(return_value=sse_response(sse("fine")))
+    async with LLMClient(fast_settings()) as client:
+        await client.chat(req(messages=[{"role": "user", "content": "Ich schaffe es nicht – 😀"}]))
+    request = route.calls.last.request
+    assert request.headers["content-type"] == "application/json"
+    # The wire format httpx's json= had: raw UTF-8, no \u escapes.
+    assert "Ich schaffe es nicht – 😀".encode() in request.content
+    assert json.loads(request.content)["messages"][0]["content"] == "Ich schaffe es nicht – 😀"
+
+
+@respx.mock
 async def test_request_carries_every_field() -> None:
     route = respx.post(URL).mock(
         return_value=sse_response(
