@@ -13,7 +13,8 @@ times on the same stack and prints each run and the median.
 
 ``--py-spy DIR`` (py-spy must be installed; it is not a project dependency) also
 samples every process during the load and writes one collapsed-stack file per
-process there, for flame graphs or ``sort | head`` reading. Sampling costs CPU in
+process there, for flame graphs or ``sort | head`` reading, and prints the last
+run's CPU per turn by the code that spent it (``bench.spy``). Sampling costs CPU in
 the profiler, not in the processes it samples, but it does slow them a little:
 measure without it.
 
@@ -40,6 +41,7 @@ from typing import Any
 
 import psutil
 
+from bench import spy
 from bench.harness import BenchStack, SimProcess, closed_loop, cpu_loop_s, cpu_seconds, running
 from coachbus import llm as llm_package
 from coachbus.settings import KafkaSettings
@@ -214,6 +216,11 @@ def main() -> None:
     args = parser.parse_args()
     result = asyncio.run(measure(args))
     print(table(result))
+    if args.py_spy is not None:
+        # The last run's samples, charged to the code that spent them (bench.spy).
+        ms = result["runs"][-1]["ms_per_turn"]
+        print()
+        print(spy.table(spy.attribute(spy.read_dir(args.py_spy, ms), ms)))
     if args.json is not None:
         args.json.write_text(json.dumps(result, indent=1), encoding="utf-8")
 
