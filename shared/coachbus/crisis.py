@@ -42,11 +42,12 @@ from __future__ import annotations
 import re
 import tomllib
 from collections import OrderedDict
+from collections.abc import Collection
 from contextlib import suppress
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
-from typing import Literal
+from typing import Any, Literal
 
 # The regex parser, to read which word a pattern must start with (see _first_words).
 # Private modules of ``re``: where a Python lacks them, every pattern is simply tried
@@ -123,6 +124,16 @@ class RuleBook:
     by_word: dict[str, frozenset[int]] = field(
         init=False, default_factory=dict, compare=False, repr=False
     )
+    # Id of each gated pattern -> the part ("rule", "guard", "cue") and the position
+    # there of what holds it; and per part, what holds an ungated pattern. A message
+    # then visits only the rules, guards and cues it can touch, instead of looking
+    # at each of a thousand patterns to skip it. Built from the fields above.
+    owner: dict[int, tuple[str, int]] = field(
+        init=False, default_factory=dict, compare=False, repr=False
+    )
+    always: dict[str, frozenset[int]] = field(
+        init=False, default_factory=dict, compare=False, repr=False
+    )
 
     def __post_init__(self) -> None:
         every = [p for r in self.rules for p in r.rx]
@@ -133,6 +144,31 @@ class RuleBook:
             for w in p.needs or ():
                 index.setdefault(w, set()).add(id(p))
         self.by_word.update({w: frozenset(ids) for w, ids in index.items()})
+        parts: dict[str, list[tuple[Pattern, ...]]] = {
+            "rule": [r.rx for r in self.rules],
+            "guard": [g.rx for g in self.guards],
+            "cue": [(c,) for c in self.cues],
+        }
+        for part, holders in parts.items():
+            always: set[int] = set()
+            for i, patterns in enumerate(holders):
+                for p in patterns:
+                    if p.needs is None:
+                        always.add(i)
+                    else:
+                        self.owner[id(p)] = (part, i)
+            self.always[part] = frozenset(always)
+
+    def visit(self, live: set[int]) -> dict[str, list[int]]:
+        """Per part, in order, the positions of what has a pattern that may match:
+        an ungated one, or one of ``live``."""
+        out = {part: set(held) for part, held in self.always.items()}
+        owner = self.owner
+        for i in live:
+            held = owner.get(i)
+            if held is not None:
+                out[held[0]].add(held[1])
+        return {part: sorted(held) for part, held in out.items()}
 
     def live(self, index: WordIndex) -> set[int]:
         """Ids of the gated patterns a text with these words can match."""
@@ -240,15 +276,106 @@ def _first_words(pattern: str) -> frozenset[str] | None:
     return frozenset(words)
 
 
+def _required(rx: re.Pattern[str]) -> tuple[tuple[str, ...], ...] | None:
+    """What every match of ``rx`` contains: groups of strings, one string of each
+    group in every match; None when nothing is known.
+
+    Read from the parsed pattern: each item of a sequence must match, so each item's
+    own requirement is the sequence's too; a run of literal characters requires
+    itself, an alternation one of its branches' requirements (each branch must have
+    one), a repeat of at least once its body's. Everything else (classes, optional
+    parts, look-arounds, case-insensitive parts) requires nothing. Single characters
+    are left out (a space is in every message), and of an alternation's branches
+    only the most selective requirement of each is used.
+
+    A text that lacks every string of a group cannot match, so the pattern is not
+    run on it: the
+    patterns that start mid-word (``\\w*pflanze``) or with a number were tried at
+    every position of every message, and the gated ones wherever a common first word
+    ("i ") stood.
+    """
+    if _sre_parse is None or rx.flags & re.IGNORECASE:  # pragma: no cover - see above
+        return None
+
+    def useful(need: frozenset[str]) -> bool:
+        return min(map(len, need), default=0) >= _MIN_REQUIRED
+
+    def seq(items: list[tuple[Any, Any]]) -> list[frozenset[str]]:
+        needs: list[frozenset[str]] = []
+        run: list[str] = []
+
+        def close() -> None:
+            if run:
+                lit = frozenset({"".join(run)})
+                if useful(lit):
+                    needs.append(lit)
+                run.clear()
+
+        for op, av in items:
+            if op is _sre.LITERAL:
+                run.append(chr(av))
+                continue
+            close()
+            needs.extend(n for n in one(op, av) if useful(n))
+        close()
+        return needs
+
+    def one(op: Any, av: Any) -> list[frozenset[str]]:
+        if op is _sre.SUBPATTERN:
+            _group, add_flags, _del_flags, body = av
+            return [] if add_flags & re.IGNORECASE else seq(list(body))
+        if op is _sre.BRANCH:
+            out: set[str] = set()
+            for alt in av[1]:
+                needs = seq(list(alt))
+                if not needs:
+                    return []
+                out |= max(needs, key=_rank)
+            return [frozenset(out)]
+        if op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT, getattr(_sre, "POSSESSIVE_REPEAT", None)):
+            low, _high, body = av
+            return seq(list(body)) if low >= 1 else []
+        return []
+
+    try:
+        found = seq(list(_sre_parse.parse(rx.pattern, rx.flags)))
+    except Exception:  # pragma: no cover - compiled already, so it parses
+        return None
+    # The most selective first (a text fails fastest there), duplicates once.
+    groups = sorted({tuple(sorted(g)) for g in found}, key=lambda g: (_rank(g), g))
+    return tuple(reversed(groups))[:_MAX_REQUIRED] or None
+
+
+def _rank(need: Collection[str]) -> tuple[int, int]:
+    """Selective means: its shortest string is long, and there are few of them."""
+    return (min(map(len, need)), -len(need))
+
+
+# Required strings shorter than this are in nearly every message; more groups than
+# this cost more to check than they save.
+_MIN_REQUIRED = 2
+_MAX_REQUIRED = 4
+
+
 @dataclass(frozen=True, slots=True)
 class Pattern:
-    """A compiled pattern and the word starts it needs (see :func:`_first_words`)."""
+    """A compiled pattern, the word starts it needs (see :func:`_first_words`) and
+    the strings one of which it needs (see :func:`_required`)."""
 
     rx: re.Pattern[str]
     needs: frozenset[str] | None
+    required: tuple[tuple[str, ...], ...] | None = None
 
     def finditer(self, text: str, index: WordIndex) -> list[re.Match[str]]:
-        """Like ``rx.finditer``, but tried only where a word it needs starts."""
+        """Like ``rx.finditer``, but tried only on a text holding a string it needs,
+        and only where a word it needs starts."""
+        if self.required is not None:
+            for group in self.required:  # plain loops: runs for every live pattern
+                for s in group:
+                    if s in text:
+                        break
+                else:
+                    return []
         if self.needs is None:
             return list(self.rx.finditer(text))
         hits = self.needs & index.keys
@@ -290,7 +417,8 @@ def _compile_each(patterns: list[str]) -> tuple[Pattern, ...]:
     out = []
     for p in patterns:
         folded = fold_pattern(p)
-        out.append(Pattern(re.compile(folded), _first_words(folded)))
+        rx = re.compile(folded)
+        out.append(Pattern(rx, _first_words(folded), _required(rx)))
     return tuple(out)
 
 
@@ -446,9 +574,10 @@ def _assess(text: str, book: RuleBook, cal: Calibration) -> Finding:
     index = _word_index(n)
     history = _history_spans(book, n, index)
     live = book.live(index)
+    visit = book.visit(live)
+    guards = [book.guards[i] for i in visit["guard"]]
     spans = [
-        (g, [m.span() for p in g.rx if _may(p, live) for m in p.finditer(n, index)])
-        for g in book.guards
+        (g, [m.span() for p in g.rx if _may(p, live) for m in p.finditer(n, index)]) for g in guards
     ]
 
     covered: dict[str, list[tuple[int, int]]] = {}
@@ -465,7 +594,7 @@ def _assess(text: str, book: RuleBook, cal: Calibration) -> Finding:
     matched: list[str] = []
     rule_ids: list[str] = []
     cue_hits: list[str] = []
-    for rule in book.rules:
+    for rule in (book.rules[i] for i in visit["rule"]):
         hit = None
         for p in rule.rx:
             if p.needs is not None and id(p) not in live:
@@ -495,7 +624,7 @@ def _assess(text: str, book: RuleBook, cal: Calibration) -> Finding:
             rule_ids=tuple(rule_ids),
         )
     cover = guarded("cue")
-    for cue in book.cues:
+    for cue in (book.cues[i] for i in visit["cue"]):
         if cue.needs is not None and id(cue) not in live:
             continue
         cue_hits.extend(

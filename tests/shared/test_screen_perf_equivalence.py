@@ -265,3 +265,93 @@ def test_skipping_patterns_by_word_changes_no_finding(monkeypatch: pytest.Monkey
     # Every pattern tried, as before the word map: the same findings.
     monkeypatch.setattr(crisis.RuleBook, "live", lambda self, index: every)
     assert [crisis._assess(t, book, cal) for t in texts] == gated
+
+
+# ------------------------------------------------- required strings (crisis._required)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "required"),
+    [
+        (r"\bjahre her\b", (("jahre her",),)),
+        # An alternation needs one of its branches; each branch its best string.
+        (
+            r"\b(?:swallowed|drank) (?:pills|bleach)",
+            (("drank", "swallowed"), ("bleach", "pills")),
+        ),
+        # Optional parts, classes and look-arounds need nothing.
+        (r"(?<!hair )\bcut(?:ting)? (?:myself )?[a-z]+", (("cut",),)),
+        # A repeat of at least once needs its body; of at least none, nothing.
+        (r"\b(?:very )+tired", (("very ",), ("tired",))),
+        (r"\b(?:very )*tired", (("tired",),)),
+        # A branch that needs nothing makes the alternation need nothing.
+        (r"\b(?:go|[a-z]+) away", ((" away",),)),
+        # Single characters are in every message: not worth a check.
+        (r"\b\w+ \d+", None),
+        # A case-insensitive part could match other letters than it spells; the
+        # space before "her" is literal, so it is part of the requirement.
+        (r"\b(?i:Jahre) her", ((" her",),)),
+    ],
+)
+def test_required_strings(pattern: str, required: tuple[tuple[str, ...], ...] | None) -> None:
+    assert crisis._required(re.compile(pattern)) == required
+
+
+def test_a_case_insensitive_pattern_requires_nothing() -> None:
+    assert crisis._required(re.compile(r"\bjahre her", re.IGNORECASE)) is None
+
+
+def _book_patterns(book: crisis.RuleBook) -> list[crisis.Pattern]:
+    out = [p for r in book.rules for p in r.rx] + [p for g in book.guards for p in g.rx]
+    out += list(book.cues)
+    if book.history is not None:
+        out += [*book.history.past, *book.history.resolved, *book.history.recurring]
+    return out
+
+
+def test_every_match_holds_what_its_pattern_requires() -> None:
+    # The gate's promise, checked on real text: each match of each pattern of the
+    # rule book, found without any gate, contains a string of every required group.
+    # The promise holds for any text, so the texts are read as one (a match across
+    # two of them must keep it too), which spares a million calls.
+    text = "\n".join(norm.normalize(t) for t in TRICKY + _corpus_texts())
+    checked = 0
+    for p in _book_patterns(crisis.rulebook()):
+        assert p.required is not None, p.rx.pattern  # every pattern of today's book has one
+        for m in p.rx.finditer(text):
+            for group in p.required:
+                assert any(s in m.group(0) for s in group), (p.rx.pattern, m.group(0))
+            checked += 1
+    assert checked > 1000  # the corpus matches plenty: the check is not empty
+
+
+def test_skipping_patterns_by_required_strings_changes_no_finding(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    cal = crisis.calibration()
+    toml = (Path(crisis.__file__).parent / "content" / "crisis" / "rules.toml").read_text("utf-8")
+    gated = crisis.parse_rulebook(toml)
+    monkeypatch.setattr(crisis, "_required", lambda rx: None)
+    plain = crisis.parse_rulebook(toml)
+    assert all(p.required is None for p in _book_patterns(plain))
+    rng = random.Random(29)
+    texts = TRICKY + _corpus_texts()
+    words = " ".join(texts).split()
+    texts += [" ".join(rng.choices(words, k=rng.randint(1, 60))) for _ in range(200)]
+    assert [crisis._assess(t, gated, cal) for t in texts] == [
+        crisis._assess(t, plain, cal) for t in texts
+    ]
+
+
+def test_a_message_visits_what_it_can_touch_in_order() -> None:
+    book = crisis.rulebook()
+    every = {id(p) for p in _book_patterns(book)}
+    # Every pattern live: every rule, guard and cue, in the book's order.
+    assert book.visit(every) == {
+        "rule": list(range(len(book.rules))),
+        "guard": list(range(len(book.guards))),
+        "cue": list(range(len(book.cues))),
+    }
+    # Nothing live: only what holds an ungated pattern.
+    none = book.visit(set())
+    assert none == {part: sorted(held) for part, held in book.always.items()}
