@@ -288,6 +288,12 @@ def _required(rx: re.Pattern[str]) -> tuple[tuple[str, ...], ...] | None:
     are left out (a space is in every message), and of an alternation's branches
     only the most selective requirement of each is used.
 
+    Whatever it does not know for sure (a construct not listed here, a flag that
+    changes how letters match) requires nothing, and the pattern is tried as
+    before: a requirement that a match could lack would hide a crisis.
+    tests/shared/test_screen_perf_equivalence.py checks every match of every
+    pattern in the corpora against it.
+
     A text that lacks every string of a group cannot match, so the pattern is not
     run on it: the
     patterns that start mid-word (``\\w*pflanze``) or with a number were tried at
