@@ -295,10 +295,9 @@ def _required(rx: re.Pattern[str]) -> tuple[tuple[str, ...], ...] | None:
     pattern in the corpora against it.
 
     A text that lacks every string of a group cannot match, so the pattern is not
-    run on it: the
-    patterns that start mid-word (``\\w*pflanze``) or with a number were tried at
-    every position of every message, and the gated ones wherever a common first word
-    ("i ") stood.
+    run on it: the patterns that start mid-word (``\\w*pflanze``) or with a number
+    were tried at every position of every message, and the gated ones wherever a
+    common first word ("i ") stood.
     """
     if _sre_parse is None or rx.flags & re.IGNORECASE:  # pragma: no cover - see above
         return None
@@ -366,7 +365,7 @@ _MAX_REQUIRED = 4
 @dataclass(frozen=True, slots=True)
 class Pattern:
     """A compiled pattern, the word starts it needs (see :func:`_first_words`) and
-    the strings one of which it needs (see :func:`_required`)."""
+    what every match of it contains (see :func:`_required`)."""
 
     rx: re.Pattern[str]
     needs: frozenset[str] | None
