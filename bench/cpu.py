@@ -218,9 +218,8 @@ def main() -> None:
     print(table(result))
     if args.py_spy is not None:
         # The last run's samples, charged to the code that spent them (bench.spy).
-        ms = result["runs"][-1]["ms_per_turn"]
         print()
-        print(spy.table(spy.attribute(spy.read_dir(args.py_spy, ms), ms)))
+        print(spy.report(args.py_spy, result["runs"][-1]["ms_per_turn"]))
     if args.json is not None:
         args.json.write_text(json.dumps(result, indent=1), encoding="utf-8")
 

@@ -134,14 +134,18 @@ def read_dir(directory: Path, names: Iterable[str]) -> dict[str, list[str]]:
     return out
 
 
+def report(directory: Path, ms_per_turn: Mapping[str, float]) -> str:
+    """The table for one run: its processes' CPU per turn and their stacks."""
+    return table(attribute(read_dir(directory, ms_per_turn), ms_per_turn))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.spy", description=__doc__.split("\n")[0])
     parser.add_argument("dir", type=Path, help="py-spy's collapsed stacks (bench.cpu --py-spy)")
     parser.add_argument("result", type=Path, help="bench.cpu --json output of the same run")
     args = parser.parse_args()
     result = json.loads(args.result.read_text(encoding="utf-8"))
-    ms = result["runs"][-1]["ms_per_turn"]
-    print(table(attribute(read_dir(args.dir, ms), ms)))
+    print(report(args.dir, result["runs"][-1]["ms_per_turn"]))
 
 
 if __name__ == "__main__":

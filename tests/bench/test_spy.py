@@ -3,6 +3,8 @@ process's CPU per turn."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from bench import spy
@@ -60,3 +62,10 @@ def test_weighted_by_each_process_and_other_processes_kept_whole() -> None:
 def test_a_process_without_samples_is_kept_whole() -> None:
     got = spy.attribute({"coach": ["malformed"]}, {"coach": 4.0})
     assert got == {"coach (no samples)": 4.0}
+
+
+def test_report_reads_the_stacks_of_a_run(tmp_path: Path) -> None:
+    (tmp_path / "coach.txt").write_text(f"{ROOT};f (coachbus/x.py:1) 1\n", encoding="utf-8")
+    out = spy.report(tmp_path, {"coach": 3.0, "broker": 1.0})
+    assert spy.OURS in out and "broker (not Python)" in out
+    assert out.splitlines()[-1].split()[-1] == "4.0"
