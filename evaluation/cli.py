@@ -10,6 +10,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from coachbus.eval import conversations as conv
 from coachbus.eval import crisis
 from coachbus.eval.corpus import DEFAULT_DATA, SPLITS, CorpusError, load, load_raw, splits
 from coachbus.eval.html import render_html
@@ -47,12 +48,39 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="write the crisis screen's measured confidences (from the calibration split)",
     )
+    p.add_argument(
+        "--conversations",
+        action="store_true",
+        help="crisis: replay the labelled conversations (risk across turns, state included) "
+        "and score the last turn, side by side with the single-message screen",
+    )
     p.add_argument("--min-recall", type=float, help="crisis: exit 1 if flagged recall is lower")
     p.add_argument("--min-precision", type=float, help="crisis: exit 1 if precision is lower")
     return p
 
 
+def _conversations(args: argparse.Namespace) -> dict[str, Any] | int:
+    if args.llm_base_url:
+        print("coachbus eval: --conversations scores the deterministic tier", file=sys.stderr)
+        return 2
+    rows = [
+        r for s in splits("conversations", args.split, args.data) for r in conv.run(s, args.data)
+    ]
+    if args.calibrate:
+        table = conv.measure_calibration(rows)
+        target = resources.files("coachbus.content").joinpath(
+            "crisis/conversation_calibration.toml"
+        )
+        Path(str(target)).write_text(conv.calibration_toml(table, len(rows)), encoding="utf-8")
+        print(f"wrote {target}")
+        return 0
+    # Calibration and heldout items are never listed: only dev is looked at.
+    return conv.report(args.split, rows, list_items=args.split == "dev")
+
+
 def _crisis(args: argparse.Namespace) -> dict[str, Any] | int:
+    if args.conversations:
+        return _conversations(args)
     if args.calibrate and args.split != crisis.CALIBRATION_SPLIT:
         # Confidence measured on the split the rules are tuned on (dev) is not a
         # measurement, and heldout stays report-only: only the calibration split.
@@ -116,6 +144,9 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         print(f"coachbus eval: unknown corpus {unknown}; known: {CORPORA}", file=sys.stderr)
         return 2
+    if args.conversations and names != ["crisis"]:
+        print("coachbus eval: --conversations is for the crisis corpus", file=sys.stderr)
+        return 2
     if args.calibrate and names != ["crisis"]:
         print("coachbus eval: --calibrate is for the crisis corpus", file=sys.stderr)
         return 2
@@ -146,7 +177,9 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(report, indent=2, ensure_ascii=False))
     else:
         for name, rep in corpora.items():
-            if name == "crisis":
+            if name == "crisis" and args.conversations:
+                print(conv.render_text(rep))
+            elif name == "crisis":
                 print(crisis.render_text(rep))
             else:
                 print(decisions.summary({"corpus": name, **rep["tiers"]["deterministic"]}))
@@ -161,6 +194,14 @@ def _floors(args: argparse.Namespace, corpora: dict[str, dict[str, Any]]) -> int
     rep = corpora.get("crisis")
     if rep is None:
         return 0
+    if args.conversations:
+        tier = rep["tiers"]["conversation"]["crisis"]
+        low = (args.min_recall is not None and (tier["recall"] or 0) < args.min_recall) or (
+            args.min_precision is not None and (tier["precision"] or 0) < args.min_precision
+        )
+        if low:
+            print("coachbus eval: below the floor: conversation", file=sys.stderr)
+        return 1 if low else 0
     failed = [
         name
         for name, tier in rep["tiers"].items()

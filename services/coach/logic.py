@@ -18,9 +18,11 @@ from __future__ import annotations
 from coachbus.contracts.events import UserMessage
 from coachbus.contracts.payloads import CoachPayload, PatternClass
 from coachbus.contracts.state import Blackboard, SafetyState
-from coachbus.crisis import is_crisis, needs_check_in, screen_crisis
+from coachbus.conversation_risk import read_turn
+from coachbus.crisis import is_crisis, needs_check_in
 from coachbus.safety import (
     CATALOGUE,
+    after_denial_reply,
     check_in_reply,
     crisis_reply,
     screen_steps,
@@ -61,8 +63,11 @@ def quick_reply(
     seed = seed_of(msg.turn_id)
     grounded = ["message"]
 
-    # 1. Crisis: the safe reply at once, nothing else.
-    screen = screen_crisis(msg.text)
+    # 1. Crisis: the safe reply at once, nothing else. The message is read in its
+    # conversation: "ja" to the check-in our last reply asked is a crisis, and so is
+    # the message that completes a warning pattern (coachbus.conversation_risk).
+    reading = read_turn(safety, msg.text, msg.turn_id, msg.created_at)
+    screen = reading.screen
     if is_crisis(screen):
         return CoachPayload(
             text=crisis_reply(screen.category, lang, reg),
@@ -70,18 +75,31 @@ def quick_reply(
             crisis_mode=True,
             grounded_on=["crisis_screen"],
             confidence=screen.confidence,
+            crisis=screen,
         )
 
-    # 2. Risk cues no rule could read: ask directly, at once. Coach cannot wait for
-    # Stability's model to settle it, and a calm direct question costs little if the
-    # model later finds nothing; a missed crisis costs a life (the protective choice).
+    # 2. Risk cues no rule could read, or no clear answer to our check-in: ask
+    # directly, at once. Coach cannot wait for Stability's model to settle it, and a
+    # calm direct question costs little if the model later finds nothing; a missed
+    # crisis costs a life (the protective choice).
     if needs_check_in(screen):
         return CoachPayload(
-            text=check_in_reply(lang, reg),
+            text=check_in_reply(lang, reg, again=screen.question),
             language=lang,
             crisis_mode=True,
             grounded_on=["crisis_screen"],
             confidence=screen.confidence,
+            crisis=screen,
+        )
+    # 3. A no to our check-in: believed, and a caring turn before any coaching.
+    if reading.answered == "denied":
+        return CoachPayload(
+            text=after_denial_reply(lang, reg),
+            language=lang,
+            crisis_mode=True,
+            grounded_on=["crisis_screen", "safety"],
+            confidence=screen.confidence,
+            crisis=screen,
         )
 
     # Steps to stay clear of: last turn's blocks plus what this message heads toward.
@@ -94,7 +112,10 @@ def quick_reply(
             b.step_id for b in safety.active_blocks.values() if b.expires_turn >= safety.turn_count
         ]
         recent = safety.crisis_history[-1] if safety.crisis_history else None
-        if recent is not None and safety.turn_count - recent.turn < POST_CRISIS_TURNS:
+        after_crisis = recent is not None and safety.turn_count - recent.turn < POST_CRISIS_TURNS
+        # "I'm safe" after a crisis reply, or a question asked as often as it may be
+        # and still not answered: a gentle check-in, not coaching yet.
+        if after_crisis or reading.answered in ("safe", "unclear"):
             return CoachPayload(
                 text=P.POST_CRISIS.get(lang, reg),
                 language=lang,
@@ -102,6 +123,7 @@ def quick_reply(
                 grounded_on=["safety", "crisis_history"],
                 confidence=0.7,
                 avoided_steps=blocked_ids,
+                crisis=screen,
             )
     hits = screen_steps(msg.text, conditions)
     for h in hits:
@@ -112,7 +134,7 @@ def quick_reply(
     msg_domains = domains_of(msg.text)
     goals = extract_goals(msg.text, lang)
 
-    # 2. Heading for a risky step: acknowledge the drive, offer the safer first step.
+    # 4. Heading for a risky step: acknowledge the drive, offer the safer first step.
     if hits:
         top = max(hits, key=lambda h: h.spec.priority)
         domain = goals[0].domain if goals else (msg_domains[0] if msg_domains else top.spec.domain)
@@ -133,7 +155,7 @@ def quick_reply(
             avoided_steps=blocked_ids,
         )
 
-    # 3. Ordinary turn: specific acknowledgement plus one focused question.
+    # 5. Ordinary turn: specific acknowledgement plus one focused question.
     known_goal = None
     if board is not None:
         grounded.append("blackboard")

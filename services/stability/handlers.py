@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from faststream.kafka import KafkaRouter
 
 from coachbus.bus.service import AgentRuntime
 from coachbus.contracts import TIER_RANK, StabilityResult, Tier, Usage, UserMessage
 from coachbus.contracts.state import Blackboard, SafetyState
+from coachbus.conversation_risk import context_for_model, open_question
 from coachbus.crisis import RISK_INSTRUCTIONS, RiskScreenCall, claim_screen, is_crisis, worse
 from coachbus.llm import DecisionContext, LLMTier, Message
 from coachbus.memory import MemoryRecord, context_for
@@ -38,12 +39,21 @@ async def handle(message: UserMessage) -> StabilityResult:
         # the decisions were taken then, a second LLM call or review would repeat them.
         return StabilityResult.for_message(message, payload, started=started)
 
-    def build(instructions: str, kind: str) -> Callable[[LLMTier, list[str]], list[Message]]:
+    def build(
+        instructions: str, kind: str, data: Sequence[tuple[str, str]] = ()
+    ) -> Callable[[LLMTier, list[str]], list[Message]]:
         def messages(tier: LLMTier, errors: list[str]) -> list[Message]:
             ctx = context_for(memory.get(message.user_id), message)
-            return prompts.messages(runtime.prompt_builder(), ctx, instructions, errors, kind)
+            return prompts.messages(
+                runtime.prompt_builder(), ctx, instructions, errors, kind, data=data
+            )
 
         return messages
+
+    # The model double-checks the message in its conversation: the question our last
+    # reply asked and the recent warning signs travel with it, not the bare message.
+    conversation = context_for_model(state, message.created_at)
+    answering = open_question(state, message.created_at) is not None
 
     def to_risk(parsed: RiskScreenCall) -> RiskDecision:
         # A model's crisis adds to the rules' screen; its "none" settles an uncertain
@@ -56,10 +66,10 @@ async def handle(message: UserMessage) -> StabilityResult:
         kind="risk_screen",
         agent="stability",
         deterministic=lambda: (RiskDecision(det.crisis), logic.risk_confidence(det)),
-        build_messages=build(RISK_INSTRUCTIONS, "risk_screen"),
+        build_messages=build(RISK_INSTRUCTIONS, "risk_screen", conversation),
         response_model=RiskScreenCall,
         budget=message.budget,
-        validate=lambda d: prompts.check_risk(d, message.text),
+        validate=lambda d: prompts.check_risk(d, message.text, answering=answering),
         convert=to_risk,
         context=DecisionContext(message.turn_id, message.session_id, message.user_id, message.text),
         severity=prompts.severity,

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from coachbus.contracts.events import UserMessage
 from coachbus.contracts.payloads import (
     BlockedStep,
+    CheckInAnswer,
     CrisisCategory,
     CrisisScreen,
     PatternClass,
@@ -32,7 +33,8 @@ from coachbus.contracts.state import (
     CrisisEvent,
     SafetyState,
 )
-from coachbus.crisis import is_crisis, needs_check_in, screen_crisis, worse
+from coachbus.conversation_risk import fold_turn, read_turn
+from coachbus.crisis import is_crisis, needs_check_in, worse
 from coachbus.safety import (
     CATALOGUE,
     CONDITION_TTL,
@@ -73,10 +75,13 @@ def assess(
     crisis screen wins and the regex's blocked steps always stay (safety is monotone).
     """
     base = safety if safety is not None else SafetyState(user_id=msg.user_id)
-    crisis = worse(screen_crisis(msg.text), crisis)
+    # The message read in its conversation: an answer to the question our last reply
+    # asked, or the sign that completes a warning pattern (coachbus.conversation_risk).
+    reading = read_turn(safety, msg.text, msg.turn_id, msg.created_at)
+    crisis = worse(reading.screen, crisis)
     if base.has_applied(msg.turn_id):
         hits = screen_steps(msg.text, _active_conditions(base, base.turn_count))
-        return base, _payload(base, crisis, hits, board)
+        return base, _payload(base, crisis, hits, board, reading.answered)
 
     s = base.model_copy(deep=True)
     s.turn_count += 1
@@ -125,8 +130,17 @@ def assess(
             )
         )
         del s.crisis_history[:-MAX_CRISIS_EVENTS]
+    fold_turn(
+        s,
+        reading,
+        crisis,
+        turn=turn,
+        turn_id=msg.turn_id,
+        language=msg.language,
+        now=msg.created_at,
+    )
     s.mark_applied(msg.turn_id)
-    return s, _payload(s, crisis, hits, board)
+    return s, _payload(s, crisis, hits, board, reading.answered)
 
 
 def risk_confidence(payload: StabilityPayload) -> float:
@@ -166,7 +180,11 @@ def _amplified(board: Blackboard | None) -> bool:
 
 
 def _payload(
-    s: SafetyState, crisis: CrisisScreen, hits: list[StepHit], board: Blackboard | None
+    s: SafetyState,
+    crisis: CrisisScreen,
+    hits: list[StepHit],
+    board: Blackboard | None,
+    answered: CheckInAnswer | None = None,
 ) -> StabilityPayload:
     now = {h.spec.step_id: h for h in hits}
     amplified = _amplified(board)
@@ -221,5 +239,6 @@ def _payload(
         overall=overall,
         post_crisis=post_crisis,
         turns_since_crisis=(s.turn_count - last.turn) if last is not None else None,
+        answered_check_in=answered,
         confidence=round(confidence, 3),
     )

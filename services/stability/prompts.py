@@ -8,6 +8,7 @@ risky plan. Every claim must quote the person's own words, verbatim.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
@@ -56,8 +57,10 @@ class StepsDecision:
     claims: list[StepClaim] = field(default_factory=list)
 
 
-def check_risk(decision: RiskDecision, message: str) -> list[str]:
-    return check_claim(decision.claim, message) if decision.claim is not None else []
+def check_risk(decision: RiskDecision, message: str, *, answering: bool = False) -> list[str]:
+    if decision.claim is None:
+        return []
+    return check_claim(decision.claim, message, answering=answering)
 
 
 def check_steps(decision: StepsDecision, message: str) -> list[str]:
@@ -102,10 +105,14 @@ def messages(
     instructions: str,
     errors: list[str],
     kind: str | None = None,
+    data: Sequence[tuple[str, str]] = (),
 ) -> list[Message]:
+    """``data``: what the decision needs beyond the shared prefix (the question our
+    last reply asked, recent warning signs); it holds the person's words, so it goes
+    in the prompt's data fence, never in the instructions."""
     # The override (if any) replaces the instructions; the repair note follows it.
     if kind is not None:
         instructions = instruction_override(builder.settings.prompts_dir, kind, instructions)
     return builder.build(
-        ctx, AGENT, with_repair(instructions, errors), rejected=errors[:6]
+        ctx, AGENT, with_repair(instructions, errors), data=data, rejected=errors[:6]
     ).messages

@@ -40,6 +40,7 @@ from coachbus.contracts.events import (
 )
 from coachbus.contracts.payloads import (
     BlockedStep,
+    CheckInAnswer,
     CoachingStrategy,
     CrisisScreen,
     DecisionSheet,
@@ -56,6 +57,7 @@ from coachbus.crisis import is_crisis, needs_check_in, review_severity, screen_c
 from coachbus.replycheck import check_reply
 from coachbus.safety import (
     CATALOGUE,
+    after_denial_reply,
     check_in_reply,
     check_in_resources,
     crisis_reply,
@@ -402,7 +404,20 @@ def build_sheet(
     # failure we cannot afford, and the screen costs microseconds.
     # Stability's screen comes first: its model may have settled an uncertain one.
     own_screen = screen_crisis(msg.text)
-    crisis = worse(stab.payload.crisis, own_screen) if stab is not None else own_screen
+    # Without Stability, Coach's screen: it read the message in its conversation (a
+    # "yes" to our check-in), which the message alone cannot show.
+    fallback = coach.payload.crisis if coach is not None else None
+    if stab is not None:
+        # Stability's screen already holds the message's and adds the conversation
+        # and the model; our own only guards against a crisis it lacks. (worse() would
+        # let our clean screen "settle" Stability's uncertain one, as a model may: an
+        # unclear answer to our check-in would lose its second ask.)
+        crisis = (
+            worse(stab.payload.crisis, own_screen) if is_crisis(own_screen) else stab.payload.crisis
+        )
+    else:
+        crisis = worse(fallback, own_screen) if fallback is not None else own_screen
+    answered = stab.payload.answered_check_in if stab is not None else None
 
     # What never to say: Stability's blocks; without Stability, our own screen of
     # the message plus whatever Coach (which saw last turn's safety state) avoided.
@@ -421,8 +436,12 @@ def build_sheet(
         b.step_id in CATALOGUE and CATALOGUE[b.step_id].heads_for(msg.text) for b in never.values()
     ) or (stab is not None and stab.payload.overall == "high")
 
-    after_crisis = (stab is not None and stab.payload.post_crisis) or (
-        stab is None and coach is not None and coach.payload.crisis_mode
+    after_crisis = (
+        (stab is not None and stab.payload.post_crisis)
+        or (stab is None and coach is not None and coach.payload.crisis_mode)
+        # A no to our check-in, "I'm safe", or a question left unanswered as often as
+        # we ask it: a caring turn before any coaching.
+        or answered in ("denied", "safe", "unclear")
     )
     mode: Mode
     if is_crisis(crisis):
@@ -542,7 +561,8 @@ def build_sheet(
         strategy=strategy,
         mode=mode,
         crisis=crisis,
-        resources=_resources(mode, crisis, language, register),
+        resources=_resources(mode, crisis, language, register, answered),
+        answered_check_in=answered if mode in SAFETY_MODES else None,
         focus_goal=focus,
         signal=signal,
         pattern=pattern if mode == "coach" else None,
@@ -570,11 +590,17 @@ _SAFETY_MODE_NAMES = {
 
 
 def _resources(
-    mode: str, crisis: CrisisScreen, language: Language, register: Register
+    mode: str,
+    crisis: CrisisScreen,
+    language: Language,
+    register: Register,
+    answered: CheckInAnswer | None = None,
 ) -> list[str]:
     """The help lines a reply of ``mode`` must carry (the validator checks them)."""
     if mode == "crisis":
         return resources(crisis.category, language, register)
+    if mode == "care" and answered == "denied":
+        return [check_in_resources(language, register)]
     if mode == "care":
         return [resource_reminder(language, register)]
     if mode == "check_in":
@@ -656,7 +682,9 @@ def _last_resort(sheet: DecisionSheet) -> str:
     if sheet.mode == "crisis":
         return crisis_reply(sheet.crisis.category, sheet.language, sheet.formality)
     if sheet.mode == "check_in":
-        return check_in_reply(sheet.language, sheet.formality)
+        return check_in_reply(sheet.language, sheet.formality, again=sheet.crisis.question)
+    if sheet.mode == "care" and sheet.answered_check_in == "denied":
+        return after_denial_reply(sheet.language, sheet.formality)
     return " ".join([_LAST_RESORT.get(sheet.language, sheet.formality), *sheet.resources])
 
 

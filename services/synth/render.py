@@ -29,7 +29,7 @@ from coachbus.contracts.payloads import (
     PatternClass,
     TurnSignal,
 )
-from coachbus.safety import CATALOGUE, check_in_reply, crisis_reply
+from coachbus.safety import CATALOGUE, after_denial_reply, check_in_reply, crisis_reply
 from coachbus.text import DOMAIN_ORDER, Phrase, domain_label, find_markers, pick, word_count
 
 S = CoachingStrategy
@@ -260,7 +260,9 @@ def render(sheet: DecisionSheet) -> str:
     if sheet.mode == "crisis":
         return crisis_reply(sheet.crisis.category, sheet.language, sheet.formality)
     if sheet.mode == "check_in":
-        return check_in_reply(sheet.language, sheet.formality)
+        return check_in_reply(sheet.language, sheet.formality, again=sheet.crisis.question)
+    if sheet.mode == "care" and sheet.answered_check_in == "denied":
+        return after_denial_reply(sheet.language, sheet.formality)
     if sheet.mode == "care":
         lang, reg = sheet.language, sheet.formality
         return " ".join(

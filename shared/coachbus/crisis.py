@@ -677,6 +677,13 @@ def review_severity(screen: CrisisScreen) -> Literal["moderate", "high", "critic
         return "moderate"
     if not is_crisis(screen):
         return None
+    if screen.plan:
+        # A way, a means or a time is known, or the person said they are not safe.
+        return "critical"
+    if screen.basis != "message":
+        # A yes to our check-in, or warning signs that add up: ideation disclosed,
+        # with no plan known yet (C-SSRS levels 1-2): high, not critical.
+        return "high"
     return "critical" if screen.confidence >= 0.5 else "high"
 
 
@@ -728,7 +735,11 @@ RISK_INSTRUCTIONS = (
     "threatening or controlling them), medical_emergency, or none. Figures of speech "
     "('this job is killing me', 'ich bin todmüde') are none. If it is a crisis, quote "
     "the person's exact words that show it in 'evidence'; for none leave 'evidence' "
-    "empty. 'confidence' is how sure you are, 0 to 1."
+    "empty. 'confidence' is how sure you are, 0 to 1. If the data names a question our "
+    "last reply asked, the last message answers it: a yes, 'sometimes', 'kind of' or "
+    "'maybe' to 'are you having thoughts of ending your life?' is suicidal_ideation, and "
+    "so is 'no' or 'not sure' to 'are you safe right now?'; then quote the whole answer "
+    "as evidence. Weigh the listed warning signs of recent messages with the last one."
 )
 
 MIN_QUOTE_CHARS = 8
@@ -752,13 +763,23 @@ def quote_problems(quotes: list[str], message: str, what: str) -> list[str]:
     return out
 
 
-def check_claim(claim: RiskScreenCall, message: str) -> list[str]:
-    """A model's crisis claim must quote the message (it can invent nothing)."""
+def check_claim(claim: RiskScreenCall, message: str, *, answering: bool = False) -> list[str]:
+    """A model's crisis claim must quote the message (it can invent nothing).
+
+    ``answering``: the message answers a question our last reply asked. Then the
+    whole message is evidence however short ("ja", "eher ja"): that is the answer."""
     if claim.category is CrisisCategory.NONE:
         return []
     if not claim.evidence:
         return [f"{claim.category.value}: no quote of the person's words given"]
+    if answering:
+        whole = _loose(message).strip(_QUOTE_EDGES)
+        quotes = [q for q in claim.evidence if _loose(q).strip(_QUOTE_EDGES) != whole]
+        return quote_problems(quotes, message, claim.category.value)
     return quote_problems(claim.evidence, message, claim.category.value)
+
+
+_QUOTE_EDGES = " \"'.,!?"
 
 
 def claim_screen(claim: RiskScreenCall) -> CrisisScreen:

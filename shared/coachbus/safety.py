@@ -23,7 +23,7 @@ from typing import Literal
 from coachbus import content as C
 from coachbus import helplines
 from coachbus.content.phrases import phrase
-from coachbus.contracts.payloads import BlockedStep, CrisisCategory, Risk
+from coachbus.contracts.payloads import BlockedStep, CheckInQuestion, CrisisCategory, Risk
 from coachbus.normalize import fold_pattern, normalize
 from coachbus.text import DOMAIN_ORDER, Language, Phrase, Register
 
@@ -132,10 +132,14 @@ def crisis_reply(
 
 
 @cache
-def _check_in() -> Phrase:
+def _reply(name: str) -> Phrase:
     raw = resources_files("coachbus.content").joinpath("crisis/replies.toml").read_text("utf-8")
-    table = tomllib.loads(raw)["check_in"]
+    table = tomllib.loads(raw)[name]
     return Phrase(table["en"], table["du"], table["sie"])
+
+
+def _check_in() -> Phrase:
+    return _reply("check_in")
 
 
 def check_in_resources(language: Language, register: Register, locale: str | None = None) -> str:
@@ -143,10 +147,26 @@ def check_in_resources(language: Language, register: Register, locale: str | Non
     return helplines.lifeline(language, register, locale)
 
 
-def check_in_reply(language: Language, register: Register, locale: str | None = None) -> str:
-    """The reply to an uncertain screen: a direct, calm question and a help line."""
+def check_in_reply(
+    language: Language,
+    register: Register,
+    locale: str | None = None,
+    *,
+    again: CheckInQuestion | None = None,
+) -> str:
+    """The reply to an uncertain screen: a direct, calm question and a help line.
+
+    ``again``: the question our last reply asked got no clear answer; it is asked once
+    more, gently (our check-in, or "are you safe right now?" after a crisis reply)."""
     line = check_in_resources(language, register, locale)
-    return _check_in().get(language, register).format(lifeline=line)
+    name = {None: "check_in", "suicide": "check_in_again", "safety": "safety_again"}[again]
+    return _reply(name).get(language, register).format(lifeline=line)
+
+
+def after_denial_reply(language: Language, register: Register, locale: str | None = None) -> str:
+    """The caring turn after a no to our check-in: believed, thanked, door left open."""
+    line = check_in_resources(language, register, locale)
+    return _reply("after_denial").get(language, register).format(lifeline=line)
 
 
 def crisis_risk(category: CrisisCategory) -> Risk:

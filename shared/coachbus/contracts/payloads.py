@@ -273,6 +273,15 @@ class BlockedStep(_Model):
     RENAMED = _TOPIC_IS_DOMAIN
 
 
+ScreenBasis = Literal["message", "check_in_answer", "trajectory"]
+# The two questions a safety reply asks: our check-in ("are you having thoughts of
+# ending your life?") and the crisis reply's last line ("are you safe right now?").
+CheckInQuestion = Literal["suicide", "safety"]
+# How a message answered the open question: "denied" and "safe" are believed (a
+# caring turn follows), "affirmed" and "unsafe" are a crisis, "unclear" asks again.
+CheckInAnswer = Literal["affirmed", "denied", "unclear", "safe", "unsafe"]
+
+
 class CrisisScreen(_Model):
     category: CrisisCategory
     # How often this answer was right on labelled data (see coachbus.crisis): for a
@@ -286,6 +295,17 @@ class CrisisScreen(_Model):
     # so a model double-checks, and without a model the person gets a direct,
     # gentle check-in with a help line and a human sees it at severity moderate.
     uncertain: bool = False
+    # What the finding rests on: the message alone, the person's answer to a question
+    # we asked (our check-in, or "are you safe right now?"), or warning signs that add
+    # up across recent messages (coachbus.conversation_risk). A screen of the message
+    # alone cannot see the last two: "ja" carries no risk word.
+    basis: ScreenBasis = "message"
+    # A way, a means at hand or a decided time is known (C-SSRS levels 5-6), or the
+    # person said they are not safe: the review is critical, whatever the confidence.
+    plan: bool = False
+    # The open question this message answered, when it was not answered clearly: the
+    # reply asks it again, gently, instead of asking a new one.
+    question: CheckInQuestion | None = None
 
 
 class StabilityPayload(_Model):
@@ -298,6 +318,9 @@ class StabilityPayload(_Model):
     # Turns since the last crisis this user had (None: none remembered); Synth keeps
     # the tone gentle for a while afterwards.
     turns_since_crisis: int | None = Field(default=None, ge=0)
+    # How this message answered the question our last reply asked (None: no question
+    # was open, or it had expired). A denial gets a caring turn, not coaching at once.
+    answered_check_in: CheckInAnswer | None = None
     # Confidence of the risk screen (crisis + blocked steps), for the router.
     confidence: Score01 = Field(default=1.0, ge=0, le=1)
 
@@ -313,6 +336,10 @@ class CoachPayload(_Model):
     confidence: Score01 = Field(default=0.5, ge=0, le=1)
     # Steps this reply was kept clear of (catalogue ids), so a reviewer can check it.
     avoided_steps: list[str] = Field(default_factory=list)
+    # The crisis screen this reply acted on: the message read in its conversation
+    # (Coach sees last turn's safety state). Synth falls back on it when Stability
+    # is late, so a "yes" to our check-in is a crisis there too.
+    crisis: CrisisScreen | None = None
 
 
 # --------------------------------------------------------------------------- Synth
@@ -367,6 +394,9 @@ class DecisionSheet(_Model):
     # check_in: the screen was unsure (risk cues, no rule): ask directly and kindly.
     mode: Literal["coach", "safety", "crisis", "care", "check_in"]
     crisis: CrisisScreen
+    # How this message answered the question our last reply asked: a "denied" care
+    # turn thanks the person and believes them (not the after-crisis check-in).
+    answered_check_in: CheckInAnswer | None = None
     resources: list[str] = Field(default_factory=list, description="help lines, localised")
     focus_goal: SheetGoal | None = None
     signal: TurnSignal = TurnSignal.NONE

@@ -17,7 +17,16 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from coachbus.contracts.events import utcnow
-from coachbus.contracts.payloads import CrisisCategory, PatternClass, Register, renamed_fields
+from coachbus.contracts.payloads import (
+    CheckInAnswer,
+    CheckInQuestion,
+    CrisisCategory,
+    CrisisScreen,
+    Language,
+    PatternClass,
+    Register,
+    renamed_fields,
+)
 
 APPLIED_TURNS_KEPT = 64
 
@@ -27,6 +36,8 @@ MAX_DOMAINS = 12
 MAX_QUOTES = 3
 MAX_SESSIONS = 24
 MAX_CRISIS_EVENTS = 8
+MAX_CHECK_INS = 8
+MAX_RISK_CUES = 24
 QUOTE_CHARS = 160
 
 
@@ -206,6 +217,49 @@ class CrisisEvent(_Part):
     confidence: float = Field(ge=0, le=1)
 
 
+class OpenCheckIn(_Part):
+    """A question our reply asked and the person has not answered yet: their next
+    message is read as the answer to it first (coachbus.conversation_risk)."""
+
+    question: CheckInQuestion
+    # The crisis the "are you safe right now?" question followed (none for our check-in).
+    category: CrisisCategory = CrisisCategory.NONE
+    turn: int = Field(ge=0)
+    turn_id: str
+    language: Language
+    asked_at: datetime
+    # How often it was asked: an unclear answer asks again, up to the data's limit.
+    asks: int = Field(default=1, ge=1)
+
+
+class ClosedCheckIn(_Part):
+    question: CheckInQuestion
+    # "expired": no answer came within the window (the next message was read afresh).
+    answer: CheckInAnswer | Literal["expired"]
+    turn: int = Field(ge=0)
+    at: datetime
+
+
+class RiskCue(_Part):
+    """One warning sign seen in a message, kept with its time so it can decay."""
+
+    family: str
+    turn: int = Field(ge=0)
+    at: datetime
+    # The person's words that showed it (or the screen outcome), for a reviewer.
+    evidence: str = ""
+
+
+class TurnReading(_Part):
+    """The conversation's reading of the last turn this state applied, so a reader
+    whose view already holds this turn (Coach racing Stability) gets the same answer
+    the state was folded with, not a second reading of a state that has moved on."""
+
+    turn_id: str
+    screen: CrisisScreen
+    answered: CheckInAnswer | None = None
+
+
 class SafetyState(StateRecord):
     """Stability's memory of blocked steps and crises (topic ``safety``)."""
 
@@ -216,5 +270,11 @@ class SafetyState(StateRecord):
     conditions: dict[str, int] = Field(default_factory=dict)
     crisis_history: list[CrisisEvent] = Field(default_factory=list)
     last_session: str | None = None
+    # The conversation's safety memory (coachbus.conversation_risk): the question our
+    # last reply asked, how earlier ones were answered, and recent warning signs.
+    open_check_in: OpenCheckIn | None = None
+    check_ins: list[ClosedCheckIn] = Field(default_factory=list)
+    risk_cues: list[RiskCue] = Field(default_factory=list)
+    last_reading: TurnReading | None = None
     # Nothing of the safety state depends on language or du/Sie.
     RETIRED = frozenset({"language", "formality"})

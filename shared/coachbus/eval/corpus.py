@@ -41,6 +41,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "patterns": ("turns", "expected"),
     "register": ("text", "expected_language", "expected_register", "stated"),
     "replies": ("reply", "register", "never_say", "expected"),
+    "conversations": ("turns", "label", "kind", "category"),
 }
 
 

@@ -1,0 +1,623 @@
+"""Risk read across the conversation, not one message at a time.
+
+The crisis screen (coachbus.crisis) reads one message. Two kinds of risk never show
+in one message:
+
+* **An answer to our own question.** When a message is uncertain, the reply asks
+  directly: "are you having thoughts of ending your life?"; a crisis reply ends with
+  "are you safe right now?". The answer ("ja", "a bit, yeah", "😔") carries no risk
+  word, so screened alone it is a normal turn. The question asked is therefore state
+  (``SafetyState.open_check_in``), and the next message is read as its answer first.
+* **Warning signs that add up.** "Nothing matters much these days." → "I gave my
+  guitar and my books to my sister." → "It'll all be sorted by the weekend.": each
+  message alone is harmless or vague, together they are hopelessness, putting affairs
+  in order and a decided time. Signs are kept with their time
+  (``SafetyState.risk_cues``), decay, and a message that completes a warning pattern
+  with one of its own signs escalates.
+
+The patterns, answers, window and decay are data (``content/crisis/conversation.toml``,
+with the clinical reasons beside them). Coach, Stability and the eval call
+:func:`read_turn` with the same state and message and so get the same answer;
+Stability alone folds the result into the state (:func:`fold_turn`), as the one
+writer of the safety topic. The confidence of each outcome is measured on the
+calibration split of the labelled conversations, like the message screen's
+(``content/crisis/conversation_calibration.toml``).
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from coachbus.contracts.payloads import (
+    CheckInAnswer,
+    CheckInQuestion,
+    CrisisCategory,
+    CrisisScreen,
+    Language,
+)
+from coachbus.contracts.state import (
+    MAX_CHECK_INS,
+    MAX_RISK_CUES,
+    ClosedCheckIn,
+    OpenCheckIn,
+    RiskCue,
+    SafetyState,
+    TurnReading,
+)
+from coachbus.crisis import CRISIS_RANK, assess, is_crisis, needs_check_in
+from coachbus.normalize import fold_pattern, normalize
+
+# Families a single-message crisis adds to the trajectory, by the rule kind that fired
+# (coachbus.crisis): every suicidal or self-harm crisis is a sign of its own ("crisis"),
+# and a burden, hopelessness or farewell rule is also a sign of that family.
+_KIND_FAMILY = {"burden": "burden", "hopelessness": "hopelessness", "farewell": "farewell"}
+_SIGN_CATEGORIES = (CrisisCategory.SUICIDAL_IDEATION, CrisisCategory.SELF_HARM)
+# The crisis replies that end with "are you safe right now?" (coachbus.safety): a
+# medical emergency's reply asks nothing back.
+_ASKS_SAFETY = (CrisisCategory.SUICIDAL_IDEATION, CrisisCategory.SELF_HARM, CrisisCategory.ABUSE)
+_EVIDENCE_CHARS = 80
+
+
+@dataclass(frozen=True, slots=True)
+class Warning:
+    name: str
+    needs: tuple[frozenset[str], ...]
+    plan: bool
+    why: str
+
+    def complete(self, present: set[str]) -> bool:
+        return all(group & present for group in self.needs)
+
+    def completed_by(self, present: set[str], own: set[str]) -> bool:
+        """Complete, and one of this message's own signs fills one of its groups."""
+        return self.complete(present) and any(group & own for group in self.needs)
+
+
+@dataclass(frozen=True, slots=True)
+class Book:
+    window: timedelta
+    max_asks: int
+    affirm_start: re.Pattern[str]
+    affirm_half: re.Pattern[str]
+    affirm_anywhere: re.Pattern[str]
+    affirm_emoji: tuple[str, ...]
+    deny_start: re.Pattern[str]
+    explained: re.Pattern[str]
+    unsafe_start: re.Pattern[str]
+    unsafe_half: re.Pattern[str]
+    unsafe_anywhere: re.Pattern[str]
+    safe_start: re.Pattern[str]
+    safe_said: re.Pattern[str]
+    unsafe_emoji: tuple[str, ...]
+    cues: dict[str, re.Pattern[str]]
+    harmless: re.Pattern[str]
+    half_life_hours: float
+    present_at: float
+    warnings: tuple[Warning, ...]
+
+
+def _either(patterns: list[str], *, start: bool = False) -> re.Pattern[str]:
+    body = "|".join(f"(?:{fold_pattern(p)})" for p in patterns)
+    # An answer starts after any leading punctuation, emoji or filler ("hmm", "uh").
+    lead = (
+        r"^[\W_]*(?:(?:hm+|uh+|um+|ehm|aeh+|oh|well|naja|na ja|also|ok(?:ay)?)[\W_]+)?"
+        if start
+        else ""
+    )
+    return re.compile(f"{lead}(?:{body})")
+
+
+# A half answer counts as the answer when it is the whole first clause ("maybe.",
+# "schon, irgendwie") or the message is this short.
+_SHORT_ANSWER_WORDS = 5
+_CLAUSE_END = re.compile(r"\s*(?:[.!?,;:…)-]|$)")
+
+
+def _half_answer(rx: re.Pattern[str], n: str, short: bool) -> bool:
+    """A half answer ("maybe", "schon") at the start, as the answer itself: the whole
+    first clause, or a short message ("Maybe I should try mornings" moves on)."""
+    m = rx.search(n)
+    return m is not None and (short or _CLAUSE_END.match(n, m.end()) is not None)
+
+
+def parse_book(text: str) -> Book:
+    raw: dict[str, Any] = tomllib.loads(text)
+    suicide = raw["answers"]["suicide"]
+    safety = raw["answers"]["safety"]
+    cues = dict(raw["cues"])
+    harmless = cues.pop("harmless")
+    return Book(
+        window=timedelta(minutes=int(raw["check_in"]["window_minutes"])),
+        max_asks=int(raw["check_in"]["max_asks"]),
+        affirm_start=_either(suicide["affirm_start"], start=True),
+        affirm_half=_either(suicide["affirm_half"], start=True),
+        affirm_anywhere=_either(suicide["affirm_anywhere"]),
+        affirm_emoji=tuple(suicide["affirm_emoji"]),
+        deny_start=_either(suicide["deny_start"], start=True),
+        explained=_either(suicide["explained"]),
+        unsafe_start=_either(safety["unsafe_start"], start=True),
+        unsafe_half=_either(safety["unsafe_half"], start=True),
+        unsafe_anywhere=_either(safety["unsafe_anywhere"]),
+        safe_start=_either(safety["safe_start"], start=True),
+        safe_said=_either(safety["safe_said"]),
+        unsafe_emoji=tuple(safety["unsafe_emoji"]),
+        cues={family: _either(list(patterns)) for family, patterns in cues.items()},
+        harmless=_either(harmless),
+        half_life_hours=float(raw["decay"]["half_life_hours"]),
+        present_at=float(raw["decay"]["present_at"]),
+        warnings=tuple(
+            Warning(
+                name=w["name"],
+                needs=tuple(frozenset(g) for g in w["needs"]),
+                plan=bool(w["plan"]),
+                why=w["why"],
+            )
+            for w in raw["warning"]
+        ),
+    )
+
+
+@cache
+def book() -> Book:
+    path = resources.files("coachbus.content").joinpath("crisis/conversation.toml")
+    return parse_book(path.read_text("utf-8"))
+
+
+@cache
+def calibration() -> dict[str, float]:
+    """Measured confidence per conversation outcome (``coachbus eval crisis
+    --conversations --calibrate``); an outcome never measured reports the lowest."""
+    path = resources.files("coachbus.content").joinpath("crisis/conversation_calibration.toml")
+    try:
+        raw = tomllib.loads(path.read_text("utf-8"))
+    except FileNotFoundError:
+        return {}
+    return {str(k): float(v) for k, v in raw["confidence"].items()}
+
+
+def confidence_of(outcome: str) -> float:
+    table = calibration()
+    if outcome in table:
+        return table[outcome]
+    # Unmeasured: as unsure as the least sure outcome we know (0.5 with no table),
+    # so the router asks a model rather than trusting a number nobody measured.
+    return min(table.values(), default=0.5)
+
+
+# --------------------------------------------------------------------------- reading
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """One message read in its conversation."""
+
+    screen: CrisisScreen  # the turn's screen: the message's, raised by the conversation
+    message_screen: CrisisScreen  # the message alone (what the screen said before)
+    answered: CheckInAnswer | None  # how it answered the open question, if one was open
+    question: CheckInQuestion | None  # the question that was open
+    signs: tuple[tuple[str, str], ...]  # (family, evidence) this message shows
+    warning: str | None  # the warning pattern this message completed
+    outcome: str  # the calibration outcome ("message", "check_in:affirmed", …)
+    # A no that explained the words that made us ask ("I meant my thesis").
+    explained: bool = False
+
+    @property
+    def basis(self) -> str:
+        return self.screen.basis
+
+
+# Families that, in an answer, show risk of their own: a time, a means, a farewell.
+_PLAN_FAMILIES = frozenset({"time", "means"})
+_RISK_FAMILIES = frozenset({"time", "means", "farewell", "hopelessness", "burden", "crisis"})
+# Signs a harmless reason explains (a move explains giving things away and a date).
+_EXPLAINABLE = frozenset({"farewell", "time"})
+# How many turns around a harmless reason its explanation reaches.
+_HARMLESS_REACH = 3
+HARMLESS = "harmless"
+
+
+def classify_answer(
+    question: CheckInQuestion,
+    text: str,
+    b: Book | None = None,
+    signs: Sequence[tuple[str, str]] | None = None,
+) -> CheckInAnswer:
+    """How ``text`` answers ``question``: the protective reading where it is unclear
+    whether the person said yes ("maybe" to our check-in is yes, "I don't know" to "are
+    you safe?" is not safe, a "no" that names a day or a means is not believed)."""
+    b = b or book()
+    n = normalize(text).strip()
+    families = {f for f, _ in (signs if signs is not None else signs_in(text, b))}
+    risky = bool(families & _RISK_FAMILIES)
+    short = len(re.findall(r"\w+", n)) <= _SHORT_ANSWER_WORDS
+    # An explanation restates the words it explains ("I meant there's no point in this
+    # training plan"): hopelessness words in it do not make it risky.
+    if b.explained.search(n) and not families & (_RISK_FAMILIES - {"hopelessness"}):
+        return "safe" if question == "safety" else "denied"
+    if question == "safety":
+        if b.unsafe_anywhere.search(n):
+            return "unsafe"
+        if b.safe_said.search(n):
+            return "safe"
+        if b.unsafe_start.search(n) or any(e in n for e in b.unsafe_emoji):
+            return "unsafe"
+        if _half_answer(b.unsafe_half, n, short):
+            return "unsafe"
+        if risky or b.affirm_anywhere.search(n):
+            return "unsafe"
+        if b.safe_start.search(n):
+            return "safe"
+        return "unclear"
+    if b.affirm_anywhere.search(n) or b.affirm_start.search(n):
+        return "affirmed"
+    if _half_answer(b.affirm_half, n, short):
+        return "affirmed"
+    if b.deny_start.search(n) and not families & (_PLAN_FAMILIES | {"farewell"}):
+        return "denied"
+    if families & _PLAN_FAMILIES:
+        # A day or a means given in answer to "are you having thoughts of ending your
+        # life?" answers it: yes, with a plan.
+        return "affirmed"
+    # An emoji answer: only where no word of the answer says otherwise.
+    if any(e in n for e in b.affirm_emoji) and len(re.findall(r"\w+", n)) <= 3:
+        return "affirmed"
+    return "unclear"
+
+
+def signs_in(text: str, b: Book | None = None) -> list[tuple[str, str]]:
+    """The warning-sign families ``text`` shows, with the words that show them; a
+    harmless reason (a move, a wedding) takes out its own farewell and time signs and
+    is itself kept (family ``harmless``) to explain those of the messages around it."""
+    b = b or book()
+    n = normalize(text)
+    out: list[tuple[str, str]] = []
+    reason = b.harmless.search(n)
+    for family, rx in b.cues.items():
+        if reason is not None and family in _EXPLAINABLE:
+            continue
+        m = rx.search(n)
+        if m is not None:
+            out.append((family, m.group(0)[:_EVIDENCE_CHARS]))
+    if reason is not None:
+        out.append((HARMLESS, reason.group(0)[:_EVIDENCE_CHARS]))
+    return out
+
+
+def _weight(cue: RiskCue, now: datetime, b: Book) -> float:
+    hours = max(0.0, (now - cue.at).total_seconds() / 3600)
+    return float(0.5 ** (hours / b.half_life_hours))
+
+
+def present_families(
+    state: SafetyState | None,
+    now: datetime,
+    b: Book | None = None,
+    own: Sequence[tuple[str, str]] = (),
+) -> set[str]:
+    """The families whose recent signs still weigh enough to count, this message's
+    ``own`` signs included; a farewell or time sign near a harmless reason does not."""
+    b = b or book()
+    turn = (state.turn_count if state is not None else 0) + 1
+    cues = [
+        (c.family, c.turn)
+        for c in (state.risk_cues if state is not None else [])
+        if _weight(c, now, b) >= b.present_at
+    ]
+    cues += [(f, turn) for f, _ in own]
+    reasons = [t for f, t in cues if f == HARMLESS]
+    return {
+        f
+        for f, t in cues
+        if f != HARMLESS
+        and not (f in _EXPLAINABLE and any(abs(t - r) < _HARMLESS_REACH for r in reasons))
+    }
+
+
+def open_question(
+    state: SafetyState | None, now: datetime, b: Book | None = None
+) -> OpenCheckIn | None:
+    """The question the next message answers: open, and asked within the window."""
+    b = b or book()
+    if state is None or state.open_check_in is None:
+        return None
+    q = state.open_check_in
+    return q if now - q.asked_at <= b.window else None
+
+
+def read_turn(
+    state: SafetyState | None,
+    text: str,
+    turn_id: str,
+    now: datetime,
+    *,
+    b: Book | None = None,
+) -> Reading:
+    """Read one message in its conversation (pure: the state is not changed).
+
+    ``state`` is the user's safety state before this turn; a state that already
+    applied this turn (a reader whose view is ahead) hands back the reading it was
+    folded with."""
+    b = b or book()
+    found = assess(text)
+    message_screen = found.screen()
+    if state is not None and state.last_reading is not None:
+        last = state.last_reading
+        if last.turn_id == turn_id and state.has_applied(turn_id):
+            return _replayed(last, message_screen, text, b)
+
+    signs = _own_signs(found.category, found.outcome, message_screen, text, b)
+    families = {f for f, _ in signs}
+    q = open_question(state, now, b)
+    answered = classify_answer(q.question, text, b, signs) if q is not None else None
+    if q is not None and answered in ("affirmed", "unsafe"):
+        screen, outcome = _answered_yes(q, answered, message_screen, families)
+        return Reading(screen, message_screen, answered, q.question, tuple(signs), None, outcome)
+
+    screen = message_screen
+    warning: Warning | None = None
+    outcome = "message"
+    # A denial is believed for this turn: the person just told us no.
+    if answered not in ("denied", "safe"):
+        present = present_families(state, now, b, signs)
+        own = families & present
+        warning = next((w for w in b.warnings if w.completed_by(present, own)), None)
+    if warning is not None:
+        if is_crisis(message_screen):
+            if warning.plan and not message_screen.plan:
+                screen = message_screen.model_copy(update={"plan": True})
+        else:
+            # One calibration bucket for every pattern: each fires a few times on the
+            # calibration split, too few for a rate of its own.
+            outcome = "trajectory"
+            screen = CrisisScreen(
+                category=CrisisCategory.SUICIDAL_IDEATION,
+                confidence=confidence_of(outcome),
+                matched=[f"warning signs: {warning.name}", *(e for _, e in signs)][:6],
+                escalated=True,
+                basis="trajectory",
+                plan=warning.plan,
+            )
+    elif q is not None and answered == "unclear" and not is_crisis(message_screen):
+        outcome = "check_in:unclear"
+        if q.asks < b.max_asks:
+            screen = CrisisScreen(
+                category=CrisisCategory.NONE,
+                confidence=confidence_of(outcome),
+                matched=[f"no clear answer to our {q.question} question"],
+                escalated=True,
+                uncertain=True,
+                basis="check_in_answer",
+                question=q.question,
+            )
+        # Asked enough times: no third question. The review stays open from the asks
+        # before; the reply is a caring one.
+    elif q is None and not is_crisis(message_screen) and families & {"hopelessness", "burden"}:
+        # Hopelessness or feeling a burden in words no rule reads: ask directly, as
+        # the screen does for its own risk cues. Asking costs little, and it is what
+        # turns the next "ja" into an answer we can read.
+        outcome = "sign"
+        screen = CrisisScreen(
+            category=CrisisCategory.NONE,
+            confidence=confidence_of(outcome),
+            matched=[f"{f}: {e}" for f, e in signs if f in ("hopelessness", "burden")],
+            escalated=True,
+            uncertain=True,
+        )
+    if answered is not None and outcome == "message":
+        outcome = f"check_in:{answered}"
+        if not is_crisis(screen) and not screen.uncertain:
+            # How often a believed "no" (or "I'm safe") was right, measured on the
+            # conversations' calibration split: the router's bar then means what it
+            # says for the answer, not for the bare message's clean bucket.
+            screen = screen.model_copy(update={"confidence": confidence_of(outcome)})
+    return Reading(
+        screen,
+        message_screen,
+        answered,
+        q.question if q is not None else None,
+        tuple(signs),
+        warning.name if warning is not None else None,
+        outcome,
+        explained=answered in ("denied", "safe") and bool(b.explained.search(normalize(text))),
+    )
+
+
+def _replayed(last: TurnReading, message_screen: CrisisScreen, text: str, b: Book) -> Reading:
+    signs = signs_in(text, b)
+    return Reading(
+        last.screen,
+        message_screen,
+        last.answered,
+        last.screen.question,
+        tuple(signs),
+        None,
+        "replayed",
+    )
+
+
+def _own_signs(
+    category: CrisisCategory, outcome: str, screen: CrisisScreen, text: str, b: Book
+) -> list[tuple[str, str]]:
+    signs = signs_in(text, b)
+    evidence = ", ".join(screen.matched)[:_EVIDENCE_CHARS]
+    if category in _SIGN_CATEGORIES:
+        signs.append(("crisis", evidence))
+        family = _KIND_FAMILY.get(outcome)
+        if family is not None and all(f != family for f, _ in signs):
+            signs.append((family, evidence))
+    elif needs_check_in(screen):
+        # Risk words no rule could read: what made us ask. A sign until denied.
+        signs.append(("check_in", evidence))
+    return signs
+
+
+def _answered_yes(
+    q: OpenCheckIn,
+    answered: CheckInAnswer,
+    message_screen: CrisisScreen,
+    families: set[str],
+) -> tuple[CrisisScreen, str]:
+    """The crisis a yes to our check-in (or "not safe" after a crisis reply) is."""
+    outcome = f"check_in:{answered}"
+    category = (
+        q.category
+        if answered == "unsafe" and q.category is not CrisisCategory.NONE
+        else CrisisCategory.SUICIDAL_IDEATION
+    )
+    # Yes, with a way, a means or a time: C-SSRS level 5 (critical). "Not safe right
+    # now" after a crisis reply is critical too: the person told us so.
+    plan = answered == "unsafe" or bool(families & _PLAN_FAMILIES) or message_screen.plan
+    if is_crisis(message_screen) and CRISIS_RANK[message_screen.category] > CRISIS_RANK[category]:
+        # The message names a more urgent crisis of its own: that one leads.
+        return message_screen.model_copy(update={"plan": plan}), "message"
+    said = "not safe" if answered == "unsafe" else "yes"
+    screen = CrisisScreen(
+        category=category,
+        confidence=confidence_of(outcome),
+        matched=[f"answered {said} to our {q.question} question"],
+        escalated=True,
+        basis="check_in_answer",
+        plan=plan,
+    )
+    return screen, outcome
+
+
+# --------------------------------------------------------------------------- folding
+
+
+def fold_turn(
+    s: SafetyState,
+    reading: Reading,
+    final: CrisisScreen,
+    *,
+    turn: int,
+    turn_id: str,
+    language: Language,
+    now: datetime,
+    b: Book | None = None,
+) -> None:
+    """Fold one turn into the (copied) state: close the question it answered, keep
+    its signs, and open the question this turn's reply asks.
+
+    ``final`` is the turn's screen after every tier (the model may have settled an
+    uncertain reading). Coach asks our check-in whenever the reading is uncertain, at
+    once and before any model answers, so a check-in is recorded as open when either
+    ``final`` or the reading asks it: the person saw the question either way."""
+    b = b or book()
+    q = open_question(s, now, b)
+    if s.open_check_in is not None and q is None:
+        _close(s, s.open_check_in.question, "expired", turn, now)
+        s.risk_cues.append(
+            RiskCue(family="check_in", turn=turn, at=now, evidence="check-in expired")
+        )
+    s.open_check_in = None
+    if q is not None and reading.answered is not None:
+        if reading.answered == "denied":
+            # Believed, and kept (check_ins). Our question no longer counts as a sign;
+            # with an explanation ("I meant the job centre") neither do the words
+            # that made us ask, only a crisis the message itself showed.
+            keep = {"crisis"} if reading.explained else _RISK_FAMILIES | {HARMLESS}
+            s.risk_cues = [c for c in s.risk_cues if c.turn != q.turn or c.family in keep]
+        _close(s, q.question, reading.answered, turn, now)
+    for family, evidence in reading.signs:
+        s.risk_cues.append(RiskCue(family=family, turn=turn, at=now, evidence=evidence))
+    if is_crisis(final) and final.category in _ASKS_SAFETY:
+        s.open_check_in = OpenCheckIn(
+            question="safety",
+            category=final.category,
+            turn=turn,
+            turn_id=turn_id,
+            language=language,
+            asked_at=now,
+        )
+    elif needs_check_in(final) or needs_check_in(reading.screen):
+        asks = 1
+        if (
+            q is not None
+            and reading.answered == "unclear"
+            and reading.screen.question == q.question
+        ):
+            asks = q.asks + 1
+        s.open_check_in = OpenCheckIn(
+            question=reading.screen.question or "suicide",
+            category=CrisisCategory.NONE,
+            turn=turn,
+            turn_id=turn_id,
+            language=language,
+            asked_at=now,
+            asks=asks,
+        )
+    # Drop what no longer weighs anything, and keep the record small.
+    s.risk_cues = [c for c in s.risk_cues if _weight(c, now, b) >= b.present_at][-MAX_RISK_CUES:]
+    s.last_reading = TurnReading(turn_id=turn_id, screen=final, answered=reading.answered)
+
+
+def _close(
+    s: SafetyState, question: CheckInQuestion, answer: Any, turn: int, now: datetime
+) -> None:
+    s.check_ins.append(ClosedCheckIn(question=question, answer=answer, turn=turn, at=now))
+    del s.check_ins[:-MAX_CHECK_INS]
+
+
+def erase(s: SafetyState) -> None:
+    """Forget the conversation's safety memory (erase clears all of it)."""
+    s.open_check_in = None
+    s.check_ins = []
+    s.risk_cues = []
+    s.last_reading = None
+
+
+# --------------------------------------------------------------------------- the model's view
+
+
+_QUESTION_TEXT = {
+    "suicide": "Are you having thoughts of ending your life?",
+    "safety": "Are you safe right now?",
+}
+
+
+def context_for_model(state: SafetyState | None, now: datetime) -> list[tuple[str, str]]:
+    """What a model double-checking this turn must know beyond the bare message: the
+    question our last reply asked and the recent warning signs, as (about, text) data
+    pairs (they hold the person's words, so they go inside the prompt's data fence)."""
+    b = book()
+    out: list[tuple[str, str]] = []
+    q = open_question(state, now, b)
+    if q is not None:
+        out.append(
+            (
+                "question our last reply asked; read the last message as the answer to it",
+                _QUESTION_TEXT[q.question],
+            )
+        )
+    if state is not None:
+        recent = [c for c in state.risk_cues if _weight(c, now, b) >= b.present_at][-8:]
+        if recent:
+            lines = [f"{c.family}: {c.evidence}" for c in recent]
+            out.append(("warning signs in this person's recent messages", "\n".join(lines)))
+    return out
+
+
+__all__ = [
+    "Book",
+    "Reading",
+    "Warning",
+    "book",
+    "classify_answer",
+    "confidence_of",
+    "context_for_model",
+    "erase",
+    "fold_turn",
+    "open_question",
+    "parse_book",
+    "present_families",
+    "read_turn",
+    "signs_in",
+]
