@@ -86,6 +86,7 @@ class Book:
     max_asks: int
     affirm_start: re.Pattern[str]
     affirm_half: re.Pattern[str]
+    affirm_word: re.Pattern[str]
     affirm_anywhere: re.Pattern[str]
     affirm_emoji: tuple[str, ...]
     deny_start: re.Pattern[str]
@@ -107,7 +108,8 @@ def _either(patterns: list[str], *, start: bool = False) -> re.Pattern[str]:
     body = "|".join(f"(?:{fold_pattern(p)})" for p in patterns)
     # An answer starts after any leading punctuation, emoji or filler ("hmm", "uh").
     lead = (
-        r"^[\W_]*(?:(?:hm+|uh+|um+|ehm|aeh+|oh|well|naja|na ja|also|ok(?:ay)?)[\W_]+)?"
+        r"^[\W_]*(?:(?:hm+|mm+|uh+|um+|ehm|aeh+|oh|well|naja|na ja|also|ok(?:ay)?|haha|lol|ach)"
+        r"[\W_]+)?"
         if start
         else ""
     )
@@ -117,6 +119,9 @@ def _either(patterns: list[str], *, start: bool = False) -> re.Pattern[str]:
 # A half answer counts as the answer when it is the whole first clause ("maybe.",
 # "schon, irgendwie") or the message is this short.
 _SHORT_ANSWER_WORDS = 5
+# Where a yes-word still answers the question: the first words of the message, where
+# people put the answer even after a hedge; further on it is about something else.
+_HEAD_WORDS = 15
 _CLAUSE_END = re.compile(r"\s*(?:[.!?,;:…)-]|$)")
 
 
@@ -138,6 +143,7 @@ def parse_book(text: str) -> Book:
         max_asks=int(raw["check_in"]["max_asks"]),
         affirm_start=_either(suicide["affirm_start"], start=True),
         affirm_half=_either(suicide["affirm_half"], start=True),
+        affirm_word=_either(suicide["affirm_word"]),
         affirm_anywhere=_either(suicide["affirm_anywhere"]),
         affirm_emoji=tuple(suicide["affirm_emoji"]),
         deny_start=_either(suicide["deny_start"], start=True),
@@ -215,9 +221,11 @@ class Reading:
 
 # Families that, in an answer, show risk of their own: a time, a means, a farewell.
 _PLAN_FAMILIES = frozenset({"time", "means"})
-_RISK_FAMILIES = frozenset({"time", "means", "farewell", "hopelessness", "burden", "crisis"})
+_RISK_FAMILIES = frozenset(
+    {"time", "means", "farewell", "hopelessness", "burden", "crisis", "thoughts"}
+)
 # Signs a harmless reason explains (a move explains giving things away and a date).
-_EXPLAINABLE = frozenset({"farewell", "time"})
+_EXPLAINABLE = frozenset({"farewell", "time", "day", "ready"})
 # How many turns around a harmless reason its explanation reaches.
 _HARMLESS_REACH = 3
 HARMLESS = "harmless"
@@ -235,11 +243,20 @@ def classify_answer(
     b = b or book()
     n = normalize(text).strip()
     families = {f for f, _ in (signs if signs is not None else signs_in(text, b))}
+    # An answer is read with every sign it shows: a harmless word beside a farewell
+    # ("after my daughter's birthday on Tuesday it's over") explains nothing in it.
+    families |= {f for f, _ in signs_in(text, b, explain=False)}
     risky = bool(families & _RISK_FAMILIES)
     short = len(re.findall(r"\w+", n)) <= _SHORT_ANSWER_WORDS
     # An explanation restates the words it explains ("I meant there's no point in this
     # training plan"): hopelessness words in it do not make it risky.
+    # A harmless reason in the answer ("the tiler comes Friday, then it's all done")
+    # explains the words that made us ask just as "I meant" does, unless the answer
+    # names a day, a farewell or a means beside it ("after my daughter's birthday on
+    # Tuesday it's over" is no explanation).
     if b.explained.search(n) and not families & (_RISK_FAMILIES - {"hopelessness"}):
+        return "safe" if question == "safety" else "denied"
+    if HARMLESS in families and not _unexplained_risk(text, b):
         return "safe" if question == "safety" else "denied"
     if question == "safety":
         if b.unsafe_anywhere.search(n):
@@ -250,7 +267,7 @@ def classify_answer(
             return "unsafe"
         if _half_answer(b.unsafe_half, n, short):
             return "unsafe"
-        if risky or b.affirm_anywhere.search(n):
+        if risky or families & {"day", "ready"} or b.affirm_anywhere.search(n):
             return "unsafe"
         if b.safe_start.search(n):
             return "safe"
@@ -258,6 +275,8 @@ def classify_answer(
     if b.affirm_anywhere.search(n) or b.affirm_start.search(n):
         return "affirmed"
     if _half_answer(b.affirm_half, n, short):
+        return "affirmed"
+    if b.affirm_word.search(" ".join(n.split()[:_HEAD_WORDS])):
         return "affirmed"
     if b.deny_start.search(n) and not families & (_PLAN_FAMILIES | {"farewell"}):
         return "denied"
@@ -271,16 +290,17 @@ def classify_answer(
     return "unclear"
 
 
-def signs_in(text: str, b: Book | None = None) -> list[tuple[str, str]]:
+def signs_in(text: str, b: Book | None = None, *, explain: bool = True) -> list[tuple[str, str]]:
     """The warning-sign families ``text`` shows, with the words that show them; a
     harmless reason (a move, a wedding) takes out its own farewell and time signs and
-    is itself kept (family ``harmless``) to explain those of the messages around it."""
+    is itself kept (family ``harmless``) to explain those of the messages around it
+    (``explain=False``: every sign, as if no reason were given)."""
     b = b or book()
     n = normalize(text)
     out: list[tuple[str, str]] = []
     reason = b.harmless.search(n)
     for family, rx in b.cues.items():
-        if reason is not None and family in _EXPLAINABLE:
+        if explain and reason is not None and family in _EXPLAINABLE:
             continue
         m = rx.search(n)
         if m is not None:
@@ -288,6 +308,11 @@ def signs_in(text: str, b: Book | None = None) -> list[tuple[str, str]]:
     if reason is not None:
         out.append((HARMLESS, reason.group(0)[:_EVIDENCE_CHARS]))
     return out
+
+
+def _unexplained_risk(text: str, b: Book) -> bool:
+    raw = {f for f, _ in signs_in(text, b, explain=False)}
+    return bool(raw & (_RISK_FAMILIES - {"hopelessness"}))
 
 
 def _weight(cue: RiskCue, now: datetime, b: Book) -> float:
@@ -425,7 +450,9 @@ def read_turn(
         tuple(signs),
         warning.name if warning is not None else None,
         outcome,
-        explained=answered in ("denied", "safe") and bool(b.explained.search(normalize(text))),
+        explained=answered in ("denied", "safe")
+        and (bool(b.explained.search(normalize(text))) or HARMLESS in families)
+        and not _unexplained_risk(text, b),
     )
 
 
