@@ -60,6 +60,9 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _conversations(args: argparse.Namespace) -> dict[str, Any] | int:
+    if args.calibrate and args.split != conv.CALIBRATION_SPLIT:
+        print("coachbus eval: --calibrate reads the calibration split only", file=sys.stderr)
+        return 2
     if args.llm_base_url:
         print("coachbus eval: --conversations scores the deterministic tier", file=sys.stderr)
         return 2
@@ -166,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
                 rep = _crisis(args)
                 if isinstance(rep, int):
                     return rep
-                corpora[name] = rep
+                corpora[conv.CORPUS if args.conversations else name] = rep
             else:
                 corpora[name] = _decision(name, args)
     except CorpusError as exc:
@@ -177,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(report, indent=2, ensure_ascii=False))
     else:
         for name, rep in corpora.items():
-            if name == "crisis" and args.conversations:
+            if name == conv.CORPUS:
                 print(conv.render_text(rep))
             elif name == "crisis":
                 print(crisis.render_text(rep))
@@ -191,17 +194,17 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _floors(args: argparse.Namespace, corpora: dict[str, dict[str, Any]]) -> int:
-    rep = corpora.get("crisis")
-    if rep is None:
-        return 0
     if args.conversations:
-        tier = rep["tiers"]["conversation"]["crisis"]
+        tier = corpora[conv.CORPUS]["tiers"]["conversation"]["crisis"]
         low = (args.min_recall is not None and (tier["recall"] or 0) < args.min_recall) or (
             args.min_precision is not None and (tier["precision"] or 0) < args.min_precision
         )
         if low:
             print("coachbus eval: below the floor: conversation", file=sys.stderr)
         return 1 if low else 0
+    rep = corpora.get("crisis")
+    if rep is None:
+        return 0
     failed = [
         name
         for name, tier in rep["tiers"].items()

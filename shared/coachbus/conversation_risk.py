@@ -8,7 +8,7 @@ in one message:
   "are you safe right now?". The answer ("ja", "a bit, yeah", "😔") carries no risk
   word, so screened alone it is a normal turn. The question asked is therefore state
   (``SafetyState.open_check_in``), and the next message is read as its answer first.
-* **Warning signs that add up.** "Nothing matters much these days." → "I gave my
+* **WarningPattern signs that add up.** "Nothing matters much these days." → "I gave my
   guitar and my books to my sister." → "It'll all be sorted by the weekend.": each
   message alone is harmless or vague, together they are hopelessness, putting affairs
   in order and a decided time. Signs are kept with their time
@@ -66,7 +66,7 @@ _EVIDENCE_CHARS = 80
 
 
 @dataclass(frozen=True, slots=True)
-class Warning:
+class WarningPattern:
     name: str
     needs: tuple[frozenset[str], ...]
     plan: bool
@@ -101,7 +101,7 @@ class Book:
     harmless: re.Pattern[str]
     half_life_hours: float
     present_at: float
-    warnings: tuple[Warning, ...]
+    warnings: tuple[WarningPattern, ...]
 
 
 def _either(patterns: list[str], *, start: bool = False) -> re.Pattern[str]:
@@ -159,7 +159,7 @@ def parse_book(text: str) -> Book:
         half_life_hours=float(raw["decay"]["half_life_hours"]),
         present_at=float(raw["decay"]["present_at"]),
         warnings=tuple(
-            Warning(
+            WarningPattern(
                 name=w["name"],
                 needs=tuple(frozenset(g) for g in w["needs"]),
                 plan=bool(w["plan"]),
@@ -243,9 +243,6 @@ def classify_answer(
     b = b or book()
     n = normalize(text).strip()
     families = {f for f, _ in (signs if signs is not None else signs_in(text, b))}
-    # An answer is read with every sign it shows: a harmless word beside a farewell
-    # ("after my daughter's birthday on Tuesday it's over") explains nothing in it.
-    families |= {f for f, _ in signs_in(text, b, explain=False)}
     risky = bool(families & _RISK_FAMILIES)
     short = len(re.findall(r"\w+", n)) <= _SHORT_ANSWER_WORDS
     # An explanation restates the words it explains ("I meant there's no point in this
@@ -256,7 +253,7 @@ def classify_answer(
     # Tuesday it's over" is no explanation).
     if b.explained.search(n) and not families & (_RISK_FAMILIES - {"hopelessness"}):
         return "safe" if question == "safety" else "denied"
-    if HARMLESS in families and not _unexplained_risk(text, b):
+    if HARMLESS in families and not risky:
         return "safe" if question == "safety" else "denied"
     if question == "safety":
         if b.unsafe_anywhere.search(n):
@@ -276,7 +273,9 @@ def classify_answer(
         return "affirmed"
     if _half_answer(b.affirm_half, n, short):
         return "affirmed"
-    if b.affirm_word.search(" ".join(n.split()[:_HEAD_WORDS])):
+    # The first word is the half-answer rule's above ("Maybe I should try mornings"
+    # moves on); after it, a yes-word answers even behind a hedge.
+    if b.affirm_word.search(" ".join(n.split()[1:_HEAD_WORDS])):
         return "affirmed"
     if b.deny_start.search(n) and not families & (_PLAN_FAMILIES | {"farewell"}):
         return "denied"
@@ -290,17 +289,16 @@ def classify_answer(
     return "unclear"
 
 
-def signs_in(text: str, b: Book | None = None, *, explain: bool = True) -> list[tuple[str, str]]:
+def signs_in(text: str, b: Book | None = None) -> list[tuple[str, str]]:
     """The warning-sign families ``text`` shows, with the words that show them; a
     harmless reason (a move, a wedding) takes out its own farewell and time signs and
-    is itself kept (family ``harmless``) to explain those of the messages around it
-    (``explain=False``: every sign, as if no reason were given)."""
+    is itself kept (family ``harmless``) to explain those of the messages around it."""
     b = b or book()
     n = normalize(text)
     out: list[tuple[str, str]] = []
     reason = b.harmless.search(n)
     for family, rx in b.cues.items():
-        if explain and reason is not None and family in _EXPLAINABLE:
+        if reason is not None and family in _EXPLAINABLE:
             continue
         m = rx.search(n)
         if m is not None:
@@ -308,11 +306,6 @@ def signs_in(text: str, b: Book | None = None, *, explain: bool = True) -> list[
     if reason is not None:
         out.append((HARMLESS, reason.group(0)[:_EVIDENCE_CHARS]))
     return out
-
-
-def _unexplained_risk(text: str, b: Book) -> bool:
-    raw = {f for f, _ in signs_in(text, b, explain=False)}
-    return bool(raw & (_RISK_FAMILIES - {"hopelessness"}))
 
 
 def _weight(cue: RiskCue, now: datetime, b: Book) -> float:
@@ -385,8 +378,11 @@ def read_turn(
         screen, outcome = _answered_yes(q, answered, message_screen, families)
         return Reading(screen, message_screen, answered, q.question, tuple(signs), None, outcome)
 
+    explained = answered in ("denied", "safe") and (
+        bool(b.explained.search(normalize(text))) or HARMLESS in families
+    )
     screen = message_screen
-    warning: Warning | None = None
+    warning: WarningPattern | None = None
     outcome = "message"
     # A denial is believed for this turn: the person just told us no.
     if answered not in ("denied", "safe"):
@@ -435,6 +431,10 @@ def read_turn(
             escalated=True,
             uncertain=True,
         )
+    if answered == "denied" and explained and not is_crisis(screen) and screen.uncertain:
+        # "No, I meant the physio exercises feel pointless": the risk words that
+        # remain are the ones the person just explained. Believed, like the no.
+        screen = screen.model_copy(update={"uncertain": False, "escalated": False})
     if answered is not None and outcome == "message":
         outcome = f"check_in:{answered}"
         if not is_crisis(screen) and not screen.uncertain:
@@ -450,9 +450,7 @@ def read_turn(
         tuple(signs),
         warning.name if warning is not None else None,
         outcome,
-        explained=answered in ("denied", "safe")
-        and (bool(b.explained.search(normalize(text))) or HARMLESS in families)
-        and not _unexplained_risk(text, b),
+        explained=explained,
     )
 
 
@@ -500,7 +498,12 @@ def _answered_yes(
     )
     # Yes, with a way, a means or a time: C-SSRS level 5 (critical). "Not safe right
     # now" after a crisis reply is critical too: the person told us so.
-    plan = answered == "unsafe" or bool(families & _PLAN_FAMILIES) or message_screen.plan
+    # In answer to our question any day or readiness is a time: "yes, this weekend".
+    plan = (
+        answered == "unsafe"
+        or bool(families & (_PLAN_FAMILIES | {"day", "ready"}))
+        or message_screen.plan
+    )
     if is_crisis(message_screen) and CRISIS_RANK[message_screen.category] > CRISIS_RANK[category]:
         # The message names a more urgent crisis of its own: that one leads.
         return message_screen.model_copy(update={"plan": plan}), "message"
@@ -593,14 +596,6 @@ def _close(
     del s.check_ins[:-MAX_CHECK_INS]
 
 
-def erase(s: SafetyState) -> None:
-    """Forget the conversation's safety memory (erase clears all of it)."""
-    s.open_check_in = None
-    s.check_ins = []
-    s.risk_cues = []
-    s.last_reading = None
-
-
 # --------------------------------------------------------------------------- the model's view
 
 
@@ -635,12 +630,11 @@ def context_for_model(state: SafetyState | None, now: datetime) -> list[tuple[st
 __all__ = [
     "Book",
     "Reading",
-    "Warning",
+    "WarningPattern",
     "book",
     "classify_answer",
     "confidence_of",
     "context_for_model",
-    "erase",
     "fold_turn",
     "open_question",
     "parse_book",

@@ -25,6 +25,13 @@ KEYS = {
     "alex": "key-alex-0123456789",
     "jonas": "key-jonas-0123456789",
     "frau_berger": "key-frau_berger-0123456789",
+    # Risk across a conversation (tests/integration/test_conversation_risk.py): users
+    # of their own, since a conversation's warning signs are per user.
+    "dana": "key-dana-0123456789",
+    "emil": "key-emil-0123456789",
+    "fritz": "key-fritz-0123456789",
+    "gus": "key-gus-0123456789",
+    "hanna": "key-hanna-0123456789",
 }
 REVIEWERS = {"carol", "rita"}
 

@@ -120,7 +120,7 @@ async def _review_of(
             await asyncio.sleep(0.2)
 
 
-async def test_every_crisis_reaches_a_human_once_and_the_turn_after_gets_care(
+async def test_every_crisis_reaches_a_human_once_and_the_turn_after_asks_again(
     running_stack: RunningStack,
 ) -> None:
     rs = running_stack
@@ -134,16 +134,21 @@ async def test_every_crisis_reaches_a_human_once_and_the_turn_after_gets_care(
             assert "0800 111 0 111" in str(reply["text"]) and "112" in str(reply["text"])
         assert (await _review_of(client, rs, crisis))["severity"] in ("critical", "high")
 
-        # The turn after: still answered with care, with the help lines in view.
+        # The turn after answers "are you safe right now?", and "I'm still here" is no
+        # clear yes: asked again, gently, with the help lines in view, and a human
+        # sees that answer too (coachbus.conversation_risk).
         after = await send(client, rs, "alice", "ok. ich bin noch da.", session="c1")
         stream = await events(client, rs, "alice", after)
         final = next(d for n, d in stream if n == "final")
         assert "0800 111 0 111" in str(final["text"])
+        assert "gerade sicher" in str(final["text"])
+        assert (await _review_of(client, rs, after))["severity"] == "moderate"
 
         # Risk cues no rule reads, no LLM configured: a direct check-in, and a human
-        # sees it at moderate.
-        unsure = await send(client, rs, "alice", "ich will einfach nicht mehr", session="c1")
-        stream = await events(client, rs, "alice", unsure)
+        # sees it at moderate. (Another user: alice's next message would be read as
+        # her answer to "are you safe?".)
+        unsure = await send(client, rs, "hanna", "ich will einfach nicht mehr", session="c1")
+        stream = await events(client, rs, "hanna", unsure)
         for name in ("coach", "final"):
             text = str(next(d for n, d in stream if n == name)["text"])
             assert "das Leben zu nehmen?" in text and "0800 111 0 111" in text
@@ -165,7 +170,7 @@ async def test_every_crisis_reaches_a_human_once_and_the_turn_after_gets_care(
     turns = [json.loads(r.value)["turn_id"] for records in batch.values() for r in records]
     assert turns.count(crisis) == 1
     assert turns.count(unsure) == 1
-    assert after not in turns
+    assert turns.count(after) == 1
 
 
 async def test_erase_leaves_nothing_readable(running_stack: RunningStack, tmp_path: Path) -> None:

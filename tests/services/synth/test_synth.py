@@ -202,3 +202,41 @@ def test_without_stability_synth_puts_its_own_screen_before_a_human(
     assert (
         review_without_stability(calm, synthesize(calm, {}, ["stability"]), ["stability"]) is None
     )
+
+
+def _second_turn(first: str, answer: str, *, lang: str | None = None):  # type: ignore[no-untyped-def]
+    """A check-in on the first message, then the answer, through Stability and Coach."""
+    m1 = msg(first, turn="c1")
+    state, _ = assess(None, None, m1)
+    m2 = msg(answer, turn="c2", earlier=lang)
+    _, st = assess(state, None, m2)
+    return m2, st, quick_reply(m2, None, state)
+
+
+def test_yes_to_our_check_in_is_a_crisis_reply_with_or_without_stability() -> None:
+    m, st, coach = _second_turn("Ich will einfach nicht mehr.", "ja", lang="de")
+    results = results_for(m, stability_p=st, coach_p=coach)
+    out = synthesize(m, results, ["shadow", "persona", "plasticity"])
+    assert out.sheet.mode == "crisis" and "0800 111 0 111" in out.text
+    # Stability late: Coach read the conversation too, and Synth trusts its screen.
+    del results["stability"]
+    late = synthesize(m, results, ["shadow", "persona", "plasticity", "stability"])
+    assert late.sheet.mode == "crisis" and "0800 111 0 111" in late.text
+
+
+def test_a_no_to_our_check_in_gets_the_caring_turn() -> None:
+    m, st, coach = _second_turn(
+        "I just want it all to stop.", "no, I just meant the move wore me out"
+    )
+    out = synthesize(m, results_for(m, stability_p=st, coach_p=coach), [])
+    assert out.sheet.mode == "care" and out.sheet.answered_check_in == "denied"
+    assert out.text.startswith("Thank you for answering")
+    assert out.problems == []
+
+
+def test_an_unclear_answer_is_asked_again_gently() -> None:
+    m, st, coach = _second_turn("I just want it all to stop.", "I don't want to talk about it")
+    out = synthesize(m, results_for(m, stability_p=st, coach_p=coach), [])
+    assert out.sheet.mode == "check_in"
+    assert "ask once more" in out.text and "988" in out.text
+    assert out.problems == []

@@ -1,0 +1,131 @@
+"""`coachbus eval crisis --conversations`: the labelled conversations, the calibration
+of the conversation's outcomes, and the measured floors on heldout."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from coachbus import conversation_risk
+from coachbus.eval import conversations as conv
+from evaluation import cli as eval_cli
+
+pytestmark = pytest.mark.unit
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "eval"
+
+# The deterministic tier's measured heldout figures, as floors (a ratchet): the
+# suite fails if a change makes the conversation reading worse on conversations no
+# rule was tuned on. Goal: recall >= 0.95, precision >= 0.90, affirmed check-ins
+# >= 0.99; not reached yet (docs/eval.md says why: a third of the writers' check-ins
+# follow a first message the single-message screen does not ask about). Measured:
+# recall 0.853, precision 0.981, affirmed check-ins 0.812 (the message alone: 0.131).
+HELDOUT_FLOOR_RECALL = 0.85
+HELDOUT_FLOOR_PRECISION = 0.98
+HELDOUT_FLOOR_AFFIRMED = 0.81
+
+
+@pytest.fixture(scope="module")
+def heldout() -> list[conv.Replayed]:
+    return conv.run("heldout", DATA)
+
+
+def test_heldout_floors(heldout: list[conv.Replayed]) -> None:
+    rep = conv.report("heldout", heldout, list_items=False)
+    tier = rep["tiers"]["conversation"]
+    assert tier["crisis"]["recall"] >= HELDOUT_FLOOR_RECALL, tier["crisis"]
+    assert tier["crisis"]["precision"] >= HELDOUT_FLOOR_PRECISION, tier["crisis"]
+    assert tier["affirmed_recall"] >= HELDOUT_FLOOR_AFFIRMED
+    # Side by side, the message alone: the conversation must add, never lose.
+    single = rep["tiers"]["single_message"]["crisis"]
+    assert tier["crisis"]["recall"] > single["recall"]
+
+
+def test_the_corpus_is_big_enough_and_its_splits_are_apart() -> None:
+    splits = {s: conv.load(s, DATA) for s in ("dev", "calibration", "heldout")}
+    assert sum(len(v) for v in splits.values()) >= 200
+    for name, items in splits.items():
+        langs = Counter(i.language for i in items)
+        assert set(langs) == {"en", "de"} and min(langs.values()) >= 0.4 * len(items), name
+        kinds = {i.kind for i in items}
+        assert kinds == set(conv.KINDS), name
+        assert all(i.item_id.startswith(f"conv-{name}-{i.language}-") for i in items)
+        assert all(2 <= len(i.user_turns) <= 5 for i in items), name
+    cats = {i.category for i in splits["heldout"]}
+    assert {
+        "affirmed",
+        "denied_with_reason",
+        "unclear",
+        "plan_in_pieces",
+        "yes_to_coaching",
+    } <= cats
+
+    # No conversation of calibration or heldout repeats a dev one (short answers such
+    # as "ja" recur, whole conversations must not).
+    def whole(c: conv.Conversation) -> tuple[str, ...]:
+        return tuple(t for t, _ in c.user_turns)
+
+    dev = {whole(i) for i in splits["dev"]}
+    for name in ("calibration", "heldout"):
+        assert not dev & {whole(i) for i in splits[name]}, name
+
+
+def test_the_committed_calibration_is_what_the_split_measures() -> None:
+    measured = conv.measure_calibration(conv.run(conv.CALIBRATION_SPLIT, DATA))
+    assert conversation_risk.calibration() == measured, (
+        "content/crisis/conversation_calibration.toml is stale: run "
+        "`coachbus eval crisis --conversations --calibrate`"
+    )
+
+
+def test_cli_reports_heldout_without_items(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["crisis", "--conversations", "--split", "heldout", "--json", "--data", str(DATA)]
+    assert eval_cli.main(args) == 0
+    report = json.loads(capsys.readouterr().out)
+    jsonschema.validate(
+        report, json.loads((DATA.parents[2] / "docs" / "eval.schema.json").read_text())
+    )
+    rep = report["corpora"]["conversations"]
+    assert rep["corpus"] == "conversations" and rep["split"] == "heldout"
+    assert "misses" not in rep  # heldout items are never listed
+    assert set(rep["tiers"]) == {"conversation", "single_message"}
+    assert set(rep["tiers"]["conversation"]["by_kind"]) == set(conv.KINDS)
+    assert set(rep["tiers"]["conversation"]["by_language"]) == {"en", "de"}
+
+
+def test_cli_text_report_and_floor(capsys: pytest.CaptureFixture[str]) -> None:
+    assert eval_cli.main(["crisis", "--conversations", "--data", str(DATA)]) == 0
+    out = capsys.readouterr().out
+    assert "conversation" in out and "single message" in out and "check_in_answer" in out
+    args = ["crisis", "--conversations", "--data", str(DATA), "--min-recall", "1.01"]
+    assert eval_cli.main(args) == 1
+    assert "below the floor" in capsys.readouterr().err
+
+
+def test_calibrate_writes_only_from_its_split(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["crisis", "--conversations", "--calibrate", "--split", "dev", "--data", str(DATA)]
+    assert eval_cli.main(args) == 2
+    assert "calibration split only" in capsys.readouterr().err
+
+
+def test_a_malformed_conversation_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "conversations").mkdir()
+    bad = {
+        "id": "conv-dev-en-0001",
+        "language": "en",
+        "turns": [{"role": "assistant", "says": "check_in"}],
+        "label": "none",
+        "kind": "hard_negative",
+        "category": "subject_change",
+        "source": "written",
+    }
+    (tmp_path / "conversations" / "dev.jsonl").write_text(json.dumps(bad) + "\n")
+    (tmp_path / "conversations" / "heldout.jsonl").write_text("")
+    assert eval_cli.main(["crisis", "--conversations", "--data", str(tmp_path)]) == 2
+    assert "conv-dev-en-0001" in capsys.readouterr().err

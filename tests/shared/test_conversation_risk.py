@@ -1,0 +1,287 @@
+"""Risk read across the conversation (coachbus.conversation_risk): the question our
+reply asked is state, an answer to it is read first, and warning signs add up."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from coachbus.contracts.payloads import CrisisCategory
+from coachbus.contracts.state import SafetyState
+from coachbus.conversation_risk import (
+    book,
+    classify_answer,
+    context_for_model,
+    fold_turn,
+    open_question,
+    read_turn,
+)
+from coachbus.crisis import RiskScreenCall, check_claim, is_crisis, needs_check_in, review_severity
+
+pytestmark = pytest.mark.unit
+
+T0 = datetime(2026, 3, 2, 20, 0, tzinfo=UTC)
+
+
+class Chat:
+    """One user's messages through the code Stability runs on its safety state."""
+
+    def __init__(self) -> None:
+        self.state: SafetyState | None = None
+        self.now = T0
+        self.n = 0
+
+    def say(self, text: str, *, after: timedelta = timedelta(minutes=1)) -> object:
+        self.now += after
+        self.n += 1
+        turn_id = f"t{self.n}"
+        s = self.state.model_copy(deep=True) if self.state else SafetyState(user_id="u")
+        reading = read_turn(self.state, text, turn_id, self.now)
+        s.turn_count += 1
+        fold_turn(
+            s,
+            reading,
+            reading.screen,
+            turn=s.turn_count,
+            turn_id=turn_id,
+            language="en",
+            now=self.now,
+        )
+        s.mark_applied(turn_id)
+        self.state = s
+        return reading
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "yes",
+        "Yes.",
+        "yeah",
+        "yse",
+        "ya",
+        "kind of",
+        "a bit, yeah",
+        "sometimes",
+        "maybe",
+        "idk maybe",
+        "I don't know",
+        "not really... well, sometimes",
+        "😔",
+        "😔 yes",
+        "👍",
+        "I suppose I am, yes.",
+        "ja",
+        "jaaa",
+        "schon",
+        "manchmal",
+        "eher ja",
+        "Vielleicht.",
+        "ehrlich gesagt ja",
+        "na ja, schon irgendwie",
+        "Scho. Manchmol.",
+        "jo",
+    ],
+)
+def test_affirmations_of_our_check_in(answer: str) -> None:
+    assert classify_answer("suicide", answer) == "affirmed"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "no",
+        "nope",
+        "Nein.",
+        "nee, echt nicht",
+        "no no",
+        "haha no, my in-laws are visiting",
+        "no, I just meant the move wore me out",
+        "Nein, ich meinte nur die Prüfungsphase",
+        "no, with my thesis draft! not sick of life",
+    ],
+)
+def test_denials_of_our_check_in(answer: str) -> None:
+    assert classify_answer("suicide", answer) == "denied"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "I don't want to talk about it",
+        "lass mal",
+        "anyway, about my running plan",
+        "...",
+        "hm",
+        "Why you ask me such thing?",
+        "Maybe I should try running in the mornings instead, what do you think about that",
+    ],
+)
+def test_anything_else_is_unclear(answer: str) -> None:
+    assert classify_answer("suicide", answer) == "unclear"
+
+
+def test_a_no_that_names_a_day_or_a_means_is_not_believed() -> None:
+    assert (
+        classify_answer("suicide", "no. it's all sorted for friday, I've got the pills")
+        == "affirmed"
+    )
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        ("yes, my sister is here", "safe"),
+        ("ja, bin sicher, danke", "safe"),
+        ("no", "unsafe"),
+        ("not really", "unsafe"),
+        ("I don't know", "unsafe"),
+        ("sometimes", "unsafe"),
+        ("Na. I woaß ned, ob i de Nacht übersteh.", "unsafe"),
+        ("yes 😔", "unsafe"),
+        ("Yes, I'm safe. I gave the pills to my neighbour this morning.", "safe"),
+        ("no, definitely not. I meant the marathon plan", "safe"),
+    ],
+)
+def test_answers_to_are_you_safe(answer: str, expected: str) -> None:
+    assert classify_answer("safety", answer) == expected
+
+
+def test_yes_to_our_check_in_is_a_crisis_at_high() -> None:
+    chat = Chat()
+    first = chat.say("Ich will einfach nicht mehr.")
+    assert needs_check_in(first.screen)  # our reply asks the direct question
+    assert chat.state is not None and chat.state.open_check_in is not None
+    assert chat.state.open_check_in.question == "suicide"
+    answer = chat.say("ja")
+    assert answer.answered == "affirmed"
+    assert answer.screen.category is CrisisCategory.SUICIDAL_IDEATION
+    assert answer.screen.basis == "check_in_answer"
+    assert review_severity(answer.screen) == "high"
+    # The crisis reply asks "are you safe right now?": that question is open now.
+    assert chat.state.open_check_in is not None
+    assert chat.state.open_check_in.question == "safety"
+
+
+def test_yes_with_a_time_is_critical() -> None:
+    chat = Chat()
+    chat.say("I just want it all to stop.")
+    answer = chat.say("yes, this weekend")
+    assert is_crisis(answer.screen) and answer.screen.plan
+    assert review_severity(answer.screen) == "critical"
+
+
+def test_not_safe_after_a_crisis_reply_is_critical() -> None:
+    chat = Chat()
+    first = chat.say("I want to kill myself.")
+    assert is_crisis(first.screen)
+    answer = chat.say("no")
+    assert answer.answered == "unsafe"
+    assert review_severity(answer.screen) == "critical"
+
+
+def test_a_denial_is_believed_and_kept() -> None:
+    chat = Chat()
+    chat.say("I'm just so done with everything.")
+    answer = chat.say("no, I just meant the move wore me out")
+    assert answer.answered == "denied"
+    assert not is_crisis(answer.screen) and not needs_check_in(answer.screen)
+    assert chat.state is not None and chat.state.open_check_in is None
+    assert [c.answer for c in chat.state.check_ins] == ["denied"]
+    # What made us ask is explained: it no longer adds to the trajectory.
+    assert not [c for c in chat.state.risk_cues if c.turn == 1]
+
+
+def test_unclear_asks_again_then_stops_asking() -> None:
+    chat = Chat()
+    chat.say("Ich will einfach nicht mehr.")
+    again = chat.say("lass mal")
+    assert needs_check_in(again.screen) and again.screen.question == "suicide"
+    assert review_severity(again.screen) == "moderate"
+    assert chat.state is not None and chat.state.open_check_in is not None
+    assert chat.state.open_check_in.asks == book().max_asks
+    third = chat.say("können wir über meinen Laufplan reden?")
+    # Asked as often as we ask: no third question, a caring turn instead.
+    assert third.answered == "unclear"
+    assert not needs_check_in(third.screen) and not is_crisis(third.screen)
+
+
+def test_the_check_in_expires_after_its_window() -> None:
+    chat = Chat()
+    chat.say("I just want it all to stop.")
+    late = chat.say("yes", after=book().window + timedelta(minutes=1))
+    assert late.answered is None and not is_crisis(late.screen)
+    assert chat.state is not None
+    assert [c.answer for c in chat.state.check_ins] == ["expired"]
+    assert any(c.family == "check_in" for c in chat.state.risk_cues)
+
+
+def test_a_plan_told_in_pieces_escalates_on_the_last_piece() -> None:
+    chat = Chat()
+    pieces = [
+        "I wrote letters to my parents and my sister today.",
+        "Can you help me plan my week? Work is busy.",
+        "It'll all be sorted by the weekend.",
+    ]
+    readings = [chat.say(p) for p in pieces]
+    assert [is_crisis(r.screen) for r in readings] == [False, False, True]
+    last = readings[-1]
+    assert last.screen.basis == "trajectory" and last.screen.plan
+    assert review_severity(last.screen) == "critical"
+
+
+def test_signs_decay_a_month_apart_do_not_add_up() -> None:
+    chat = Chat()
+    chat.say("I wrote letters to my parents and my sister today.")
+    late = chat.say("It'll all be sorted by the weekend.", after=timedelta(days=30))
+    assert not is_crisis(late.screen)
+
+
+def test_a_harmless_reason_explains_the_pieces() -> None:
+    chat = Chat()
+    chat.say("I'm giving away most of my books and the sofa this week.")
+    chat.say("We're moving to Lisbon in October and the flat there is tiny!")
+    last = chat.say("Everything should be sorted by the weekend, can you help me pack?")
+    assert not is_crisis(last.screen)
+
+
+def test_a_reader_ahead_of_the_writer_gets_the_folded_answer() -> None:
+    # Coach may read a state Stability already folded this very turn into.
+    chat = Chat()
+    chat.say("Ich will einfach nicht mehr.")
+    before = chat.state
+    answer = chat.say("ja")
+    again = read_turn(chat.state, "ja", "t2", chat.now)
+    assert again.screen == answer.screen and again.answered == "affirmed"
+    assert before is not None and open_question(before, chat.now) is not None
+
+
+def test_the_model_sees_the_question_and_the_signs() -> None:
+    chat = Chat()
+    chat.say("Nothing matters much these days.")
+    data = dict(context_for_model(chat.state, chat.now))
+    assert any("question our last reply asked" in k for k in data)
+    assert "ending your life" in next(v for k, v in data.items() if "question" in k)
+    assert "hopelessness" in next(v for k, v in data.items() if "warning signs" in k)
+
+
+def test_a_short_answer_is_its_own_evidence() -> None:
+    claim = RiskScreenCall(
+        category=CrisisCategory.SUICIDAL_IDEATION, confidence=0.9, evidence=["eher ja"]
+    )
+    assert check_claim(claim, "eher ja")  # alone, too short to show anything
+    assert check_claim(claim, "eher ja", answering=True) == []
+    invented = RiskScreenCall(
+        category=CrisisCategory.SUICIDAL_IDEATION, confidence=0.9, evidence=["I have a plan"]
+    )
+    assert check_claim(invented, "eher ja", answering=True)
+
+
+def test_every_pattern_names_known_families() -> None:
+    b = book()
+    known = {*b.cues, "check_in", "crisis"}
+    for w in b.warnings:
+        for group in w.needs:
+            assert group <= known, (w.name, group - known)
+        assert w.why
