@@ -30,6 +30,25 @@ MAX_MINUTES = 240.0
 # allocator's steps, which a short run cannot average out).
 FLAT_RATIO = 0.15
 FLAT_SLACK_MB = 24.0
+# The bounded memories that fill with one entry per turn until their capacity (the
+# defaults in the code they name): a process whose memory grows while one of them is
+# still filling is not leaking, it is reaching its declared bound. Its flatness is
+# judged from the moment the last of them is full, when enough of the run is left.
+BOUNDED_CACHES: dict[str, tuple[tuple[str, int], ...]] = {
+    # services/gateway/turns.py (COACHBUS_TURN_CACHE_TURNS) and the review queue's
+    # memory of answered reviews (services/gateway/review.py).
+    "gateway": (("turn cache", 10_000),),
+    # services/synth/join.py: the turns it finalised; coachbus.bus.service.AnsweredTurns.
+    "synth": (("finalised turns", 50_000), ("answered turns", 50_000)),
+    **{
+        agent: (("answered turns", 50_000),)
+        for agent in ("shadow", "persona", "plasticity", "stability", "coach")
+    },
+}
+# The share of the samples that must be left after the caches filled to judge them.
+JUDGE_SHARE = 0.25
+# The log line of a reader that found its partitions recreated (coachbus.bus.state).
+REWIND_LINE = "partitions recreated under a reader"
 
 TEXTS = [
     "I want to write my thesis but I keep scrolling instead.",
@@ -73,6 +92,22 @@ class ServiceMemory:
     first_third_mb: float = 0.0
     last_third_mb: float = 0.0
     flat: bool = True
+    # "flat", "GROWING", or "filling": still reaching a declared bound (see
+    # BOUNDED_CACHES), with ``filling`` naming it and how full it was at the end.
+    verdict: str = "flat"
+    filling: str = ""
+    # From when on it was judged (s into the run): after its caches were full.
+    judged_from_s: float = 0.0
+
+
+@dataclass
+class Third:
+    """One third of the run: turns answered in it, their rate and latency."""
+
+    answered: int
+    per_s: float
+    p50_ms: float | None
+    p99_ms: float | None
 
 
 @dataclass
@@ -91,17 +126,36 @@ class SoakReport:
     degraded: int
     restarts: dict[str, int]
     memory: dict[str, ServiceMemory]
+    thirds: list[Third] = field(default_factory=list)
+    rewinds: dict[str, int] = field(default_factory=dict)
     lost_turns: list[str] = field(default_factory=list)
     doubled_turns: dict[str, int] = field(default_factory=dict)
     result_file: str | None = None
 
     @property
+    def throughput_ratio(self) -> float | None:
+        """Turns per second of the last third over the first (1.0: as fast as it began)."""
+        if len(self.thirds) < 3 or not self.thirds[0].per_s:
+            return None
+        return round(self.thirds[-1].per_s / self.thirds[0].per_s, 3)
+
+    @property
+    def p99_ratio(self) -> float | None:
+        if len(self.thirds) < 3 or not self.thirds[0].p99_ms or self.thirds[-1].p99_ms is None:
+            return None
+        return round(self.thirds[-1].p99_ms / self.thirds[0].p99_ms, 3)
+
+    @property
     def ok(self) -> bool:
+        # What is wrong: a turn lost or answered twice, memory that grows once every
+        # bounded cache is full, a restart, a reader that rewound its state without
+        # the broker having lost it. Not wrong: a cache filling up to its bound.
         return (
             self.lost == 0
             and self.doubled == 0
-            and all(m.flat for m in self.memory.values())
+            and all(m.verdict != "GROWING" for m in self.memory.values())
             and not any(self.restarts.values())
+            and not any(self.rewinds.values())
         )
 
     def summary(self) -> str:
@@ -114,12 +168,25 @@ class SoakReport:
             f"rejected (429/5xx) {self.rejected}, degraded {self.degraded}",
             f"  latency p50 {ms(self.p50_ms)}, p99 {ms(self.p99_ms)}, max {ms(self.max_ms)}",
             f"  lost turns {self.lost} (must be 0), doubled finals {self.doubled} (must be 0)",
-            "  memory (RSS, first third -> last third):",
+            f"  state rewinds {sum(self.rewinds.values())} (must be 0) {self.rewinds or ''}",
+            "  per third: turns/s, p50, p99:",
         ]
+        for i, third in enumerate(self.thirds, 1):
+            lines.append(
+                f"    {i}: {third.answered} turns, {third.per_s:.2f}/s, "
+                f"p50 {ms(third.p50_ms)}, p99 {ms(third.p99_ms)}"
+            )
+        if self.throughput_ratio is not None:
+            lines.append(
+                f"  last third / first: throughput x{self.throughput_ratio}, p99 x{self.p99_ratio}"
+            )
+        lines.append("  memory (RSS, first third -> last third of the judged samples):")
         for name, mem in sorted(self.memory.items()):
+            note = f"  {mem.filling}" if mem.filling else ""
+            since = f", from {mem.judged_from_s:.0f} s" if mem.judged_from_s else ""
             lines.append(
                 f"    {name:<11} {mem.first_third_mb:7.1f} MB -> {mem.last_third_mb:7.1f} MB"
-                f"  {'flat' if mem.flat else 'GROWING'}  ({len(mem.samples_mb)} samples)"
+                f"  {mem.verdict}  ({len(mem.samples_mb)} samples{since}){note}"
             )
         if any(self.restarts.values()):
             lines.append(f"  restarts: {self.restarts}")
@@ -149,6 +216,58 @@ def rss_mb(pid: int) -> float | None:
     return None
 
 
+def judge_memory(name: str, mem: ServiceMemory, answered_at: list[float], run_s: float) -> None:
+    """Flat, GROWING, or filling: judged on the samples taken after the process's
+    bounded caches were full (``answered_at``: when each turn was answered, seconds
+    into the run), if at least ``JUDGE_SHARE`` of the run is left by then."""
+    caches = BOUNDED_CACHES.get(name, ())
+    ordered = sorted(answered_at)
+    full_at = 0.0
+    unfilled: list[str] = []
+    for label, capacity in caches:
+        if len(ordered) >= capacity:
+            full_at = max(full_at, ordered[capacity - 1])
+        else:
+            unfilled.append(f"{label} {len(ordered):,}/{capacity:,}")
+    samples = [(t, mb) for t, mb in mem.samples_mb if t >= full_at]
+    if unfilled or len(samples) < JUDGE_SHARE * max(1, len(mem.samples_mb)):
+        # Still reaching a declared bound: the growth is reported, not failed.
+        mem.first_third_mb, mem.last_third_mb, flat = flatness(mem.samples_mb)
+        mem.verdict = "flat" if flat else "filling"
+        mem.filling = "filling: " + ", ".join(unfilled) if unfilled else ""
+        return
+    mem.judged_from_s = full_at
+    mem.first_third_mb, mem.last_third_mb, mem.flat = flatness(samples)
+    mem.verdict = "flat" if mem.flat else "GROWING"
+
+
+def thirds(done: list[tuple[float, float]], run_s: float) -> list[Third]:
+    """(answered at s, latency ms) per turn, split into the run's three thirds."""
+    out: list[Third] = []
+    third = run_s / 3
+    for i in range(3):
+        lat = [ms for t, ms in done if i * third <= t < (i + 1) * third or (i == 2 and t >= run_s)]
+        out.append(
+            Third(
+                answered=len(lat),
+                per_s=round(len(lat) / third, 3) if third else 0.0,
+                p50_ms=percentile(lat, 0.50),
+                p99_ms=percentile(lat, 0.99),
+            )
+        )
+    return out
+
+
+def count_rewinds(log_dir: Path) -> dict[str, int]:
+    """Readers that re-read their state from the start, per service, from its log."""
+    out: dict[str, int] = {}
+    for path in sorted(log_dir.glob("*.log")):
+        n = path.read_text(errors="replace").count(REWIND_LINE)
+        if n:
+            out[path.stem] = n
+    return out
+
+
 def flatness(samples: list[tuple[float, float]]) -> tuple[float, float, bool]:
     values = [mb for _t, mb in samples]
     if len(values) < 3:
@@ -166,6 +285,9 @@ class _Run:
         self.keys = keys
         self.accepted: dict[str, float] = {}  # turn -> time accepted
         self.latencies_ms: list[float] = []
+        # (seconds into the run when answered, latency ms), for the thirds.
+        self.done: list[tuple[float, float]] = []
+        self.t0 = 0.0
         self.rejected = 0
         self.gateway_timeouts = 0
         self.memory: dict[str, ServiceMemory] = {}
@@ -195,7 +317,9 @@ class _Run:
             self.accepted[turn] = started
             final = await self.wait_final(client, url, turn, headers)
             if final:
-                self.latencies_ms.append((loop.time() - started) * 1000)
+                now = loop.time()
+                self.latencies_ms.append((now - started) * 1000)
+                self.done.append((now - self.t0, (now - started) * 1000))
             else:
                 self.gateway_timeouts += 1
             await asyncio.sleep(self.config.think_s)
@@ -285,7 +409,7 @@ async def run_soak(config: SoakConfig) -> SoakReport:
         stop = asyncio.Event()
         sampler = asyncio.create_task(run.sample(stop))
         loop = asyncio.get_running_loop()
-        started = loop.time()
+        started = run.t0 = loop.time()
         end = started + config.seconds
         limits = httpx.Limits(max_connections=config.users * 2 + 8)
         async with httpx.AsyncClient(timeout=30, limits=limits) as client:
@@ -303,8 +427,9 @@ async def run_soak(config: SoakConfig) -> SoakReport:
     finally:
         await stack.stop()
 
-    for mem in run.memory.values():
-        mem.first_third_mb, mem.last_third_mb, mem.flat = flatness(mem.samples_mb)
+    answered_at = [t for t, _ms in run.done]
+    for name, mem in run.memory.items():
+        judge_memory(name, mem, answered_at, elapsed)
     lost = sorted(set(run.accepted) - set(counts))
     doubled = {t: n for t, n in counts.items() if n > 1}
     report = SoakReport(
@@ -322,6 +447,8 @@ async def run_soak(config: SoakConfig) -> SoakReport:
         degraded=degraded,
         restarts=restarts,
         memory=run.memory,
+        thirds=thirds(run.done, elapsed),
+        rewinds=count_rewinds(log_dir),
         lost_turns=lost[:50],
         doubled_turns=dict(list(doubled.items())[:50]),
     )
