@@ -40,6 +40,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from coachbus.bus.state import read_to_end
 from coachbus.contracts import UserMessage
 from coachbus.roster import AGENT_SERVICES
 from coachbus.topics import AGENT_TOPICS, Topic
@@ -143,19 +144,13 @@ async def read_topics(bootstrap: str, prefix: str) -> list[tuple[str, dict[str, 
             return out
         consumer.assign(tps)
         await consumer.seek_to_beginning(*tps)
-        ends = await consumer.end_offsets(tps)
-        left = {tp for tp in tps if ends[tp] > 0}
-        while left:
-            batch = await consumer.getmany(*left, timeout_ms=500)
-            for tp, records in batch.items():
-                for r in records:
-                    if r.value:
-                        with contextlib.suppress(ValueError):
-                            out.append((names[tp.topic], json.loads(r.value)))
-                    if r.offset + 1 >= ends[tp]:
-                        left.discard(tp)
-            if not batch:
-                left = {tp for tp in left if await consumer.position(tp) < ends[tp]}
+        # To the end the broker's fetches report, not ListOffsets' (it may answer
+        # behind the records served: coachbus.bus.state.at_end).
+        async for tp, records in read_to_end(consumer, tps, timeout_ms=500):
+            for r in records:
+                if r.value:
+                    with contextlib.suppress(ValueError):
+                        out.append((names[tp.topic], json.loads(r.value)))
     finally:
         await consumer.stop()
     return out

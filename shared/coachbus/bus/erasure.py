@@ -73,7 +73,16 @@ class Erasures(TableView[EraseWatermark]):
         # that user's cached turns on every replica).
         self.listeners: list[Callable[[EraseWatermark], None]] = []
 
-    def apply(self, user_id: str, record: EraseWatermark | None) -> None:
+    def apply(
+        self,
+        user_id: str,
+        record: EraseWatermark | None,
+        *,
+        timestamp: int = 0,
+        partition: int = -1,
+    ) -> None:
+        # Its own order (a later watermark wins), so it never goes back in time
+        # whatever order a re-read brings, and never rebuilds aside.
         if record is None:
             # A tombstone: every event topic's retention has passed since the erase,
             # so no record it could filter is left.
@@ -90,7 +99,9 @@ class Erasures(TableView[EraseWatermark]):
             for listener in self.listeners:
                 listener(record)
 
-    def apply_raw(self, key: bytes | None, value: bytes | None) -> None:
+    def apply_raw(
+        self, key: bytes | None, value: bytes | None, *, timestamp: int = 0, partition: int = -1
+    ) -> None:
         if key is None:
             return
         user_id = key.decode("utf-8", "replace")

@@ -303,7 +303,7 @@ class AgentRuntime:
             await store.erase(user_id)
         for view in self.views:
             if view is not self.erasures:
-                view.apply(user_id, None)
+                view.erase(user_id)
         for hook in self.erase_hooks:
             await hook(user_id)
         if request is not None and self.stores:
