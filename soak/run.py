@@ -128,6 +128,8 @@ class SoakReport:
     memory: dict[str, ServiceMemory]
     thirds: list[Third] = field(default_factory=list)
     rewinds: dict[str, int] = field(default_factory=dict)
+    # The embedded broker's memory growth per answered turn (it keeps everything).
+    broker_kb_per_turn: float | None = None
     lost_turns: list[str] = field(default_factory=list)
     doubled_turns: dict[str, int] = field(default_factory=dict)
     result_file: str | None = None
@@ -187,6 +189,11 @@ class SoakReport:
             lines.append(
                 f"    {name:<11} {mem.first_third_mb:7.1f} MB -> {mem.last_third_mb:7.1f} MB"
                 f"  {mem.verdict}  ({len(mem.samples_mb)} samples{since}){note}"
+            )
+        if self.broker_kb_per_turn is not None:
+            lines.append(
+                f"  embedded broker: +{self.broker_kb_per_turn} KB per turn (it keeps every "
+                "record; see docs/deploy.md)"
             )
         if any(self.restarts.values()):
             lines.append(f"  restarts: {self.restarts}")
@@ -256,6 +263,15 @@ def thirds(done: list[tuple[float, float]], run_s: float) -> list[Third]:
             )
         )
     return out
+
+
+def broker_growth(mem: ServiceMemory | None, turns: int) -> float | None:
+    """KB of broker memory per answered turn: last sample minus first, over the
+    turns between (the embedded broker never compacts nor deletes)."""
+    if mem is None or len(mem.samples_mb) < 2 or not turns:
+        return None
+    first, last = mem.samples_mb[0][1], mem.samples_mb[-1][1]
+    return round((last - first) * 1024 / turns, 2)
 
 
 def count_rewinds(log_dir: Path) -> dict[str, int]:
@@ -344,9 +360,14 @@ class _Run:
         assert supervisor is not None
         loop = asyncio.get_running_loop()
         t0 = loop.time()
+        broker = self.stack.broker
         while not stop.is_set():
-            for name in supervisor.names:
-                pid = supervisor.pid(name)
+            pids = {name: supervisor.pid(name) for name in supervisor.names}
+            if broker is not None:
+                # The embedded broker keeps every record in memory (no compaction, no
+                # retention): its growth is measured, not judged (see broker_growth).
+                pids["broker"] = broker.pid
+            for name, pid in pids.items():
                 mb = rss_mb(pid) if pid else None
                 if mb is not None:
                     mem = self.memory.setdefault(name, ServiceMemory())
@@ -428,6 +449,7 @@ async def run_soak(config: SoakConfig) -> SoakReport:
         await stack.stop()
 
     answered_at = [t for t, _ms in run.done]
+    broker = run.memory.pop("broker", None)
     for name, mem in run.memory.items():
         judge_memory(name, mem, answered_at, elapsed)
     lost = sorted(set(run.accepted) - set(counts))
@@ -449,6 +471,7 @@ async def run_soak(config: SoakConfig) -> SoakReport:
         memory=run.memory,
         thirds=thirds(run.done, elapsed),
         rewinds=count_rewinds(log_dir),
+        broker_kb_per_turn=broker_growth(broker, len(run.done)),
         lost_turns=lost[:50],
         doubled_turns=dict(list(doubled.items())[:50]),
     )

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from soak import SoakConfig, run_soak
-from soak.run import flatness, percentile
+from soak.run import ServiceMemory, count_rewinds, flatness, judge_memory, percentile, thirds
 
 USERS = 8
 # Long enough for every user to get several turns through under continuous load
@@ -45,6 +45,9 @@ async def test_short_soak_nothing_lost_nothing_doubled(
     assert set(report.memory) == expected
     assert all(len(m.samples_mb) >= 10 for m in report.memory.values())
     assert report.result_file is not None and _written(report.result_file)
+    # No state view re-read itself from the start (the broker never lost a topic).
+    assert report.rewinds == {}, report.rewinds
+    assert len(report.thirds) == 3 and sum(t.answered for t in report.thirds) == report.answered
 
 
 def _written(path: str) -> bool:
@@ -61,3 +64,32 @@ def test_flatness_and_percentiles() -> None:
     assert percentile(values, 0.5) == 50.0
     assert percentile(values, 0.99) == 99.0
     assert percentile([], 0.5) is None
+
+
+@pytest.mark.unit
+def test_growth_while_a_cache_fills_is_not_a_leak() -> None:
+    # The gateway's turn cache holds 10,000 turns: growth before it is full is the
+    # cache reaching its bound (reported), growth after it is full is a leak (failed).
+    growing = [(float(t), 100.0 + 4 * t) for t in range(30)]
+    filling = ServiceMemory(samples_mb=list(growing))
+    judge_memory("gateway", filling, [0.5] * 2_000, 30.0)
+    assert filling.verdict == "filling" and "turn cache 2,000/10,000" in filling.filling
+    full = ServiceMemory(samples_mb=list(growing))
+    judge_memory("gateway", full, [0.5] * 12_000, 30.0)
+    assert full.verdict == "GROWING" and full.judged_from_s == 0.5
+    flat_after = ServiceMemory(samples_mb=[(float(t), 100.0 + min(t, 5) * 10) for t in range(30)])
+    judge_memory("gateway", flat_after, [float(i) / 1000 for i in range(12_000)], 30.0)
+    assert flat_after.verdict == "flat" and flat_after.judged_from_s >= 9.9
+
+
+@pytest.mark.unit
+def test_thirds_and_rewinds(tmp_path: Path) -> None:
+    done = [(t / 10, 10.0 + t) for t in range(300)]  # 30 s, latency rising
+    first, second, last = thirds(done, 30.0)
+    assert first.answered == second.answered == last.answered == 100
+    assert first.per_s == last.per_s and last.p99_ms > first.p99_ms
+    (tmp_path / "coach.log").write_text(
+        "x partitions recreated under a reader, re-reading from the start: []\n" * 3
+    )
+    (tmp_path / "synth.log").write_text("nothing of the kind\n")
+    assert count_rewinds(tmp_path) == {"coach": 3}

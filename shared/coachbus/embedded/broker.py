@@ -102,6 +102,11 @@ class EmbeddedBroker:
     def bootstrap(self) -> str:
         return f"{self.host}:{self.port}"
 
+    @property
+    def pid(self) -> int | None:
+        """The broker process (for a soak's memory samples), while it runs."""
+        return self._proc.pid if self._proc is not None and self._proc.poll() is None else None
+
     def start(self, timeout_s: float = 15.0) -> EmbeddedBroker:
         if port_open(self.host, self.port):
             raise RuntimeError(
