@@ -17,7 +17,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from pydantic import TypeAdapter
 
 from coachbus.bus.codec import DecodeError, decode
-from coachbus.bus.state import tail_batches
+from coachbus.bus.state import fetched_ends, tail_batches
 from coachbus.contracts import AgentResultAdapter, EraseConfirmation, HumanReviewRequest, Reply
 from coachbus.settings import KafkaSettings
 from services.gateway.erasure import EraseDesk
@@ -95,10 +95,14 @@ class ReplyFeed:
             for p in sorted(consumer.partitions_for_topic(topic) or ())
         ]
         consumer.assign(tps)
-        await consumer.seek_to_end(*tps)
-        # Resolve the positions now: a reply published after this returns is seen.
+        # The ends as the broker's fetches report them: its ListOffsets answer may lie
+        # behind the records it serves (coachbus.bus.state.at_end), which would make
+        # replies already sent look live. A reply published after this returns is seen.
+        await consumer.seek_to_beginning(*tps)
+        ends = await fetched_ends(consumer, tps)
         for tp in tps:
-            end = await consumer.position(tp)
+            end = ends[tp]
+            consumer.seek(tp, end)
             if tp.topic == self._confirmations_topic:
                 consumer.seek(tp, 0)  # one record per owner per erase: all of them
             elif tp.topic == self._review_topic:

@@ -231,6 +231,9 @@ async def test_feed_handles_replies_after_the_agent_results_of_the_same_batch() 
         def __init__(self) -> None:
             self.fetches = 0
 
+        def assignment(self) -> set[TopicPartition]:
+            return set()  # nothing to check for a recreated topic
+
         async def getmany(self, timeout_ms: int) -> dict[TopicPartition, list[object]]:
             self.fetches += 1
             if self.fetches > 1:
@@ -620,6 +623,9 @@ async def test_feed_shows_each_topics_own_reply_kinds_only() -> None:
     class OneBatch:
         def __init__(self) -> None:
             self.fetches = 0
+
+        def assignment(self) -> set[TopicPartition]:
+            return set()  # nothing to check for a recreated topic
 
         async def getmany(self, timeout_ms: int) -> dict[TopicPartition, list[object]]:
             self.fetches += 1

@@ -171,6 +171,9 @@ async def test_the_feed_takes_final_deltas_from_replies_only_and_skips_re_read_o
         def __init__(self) -> None:
             self.fetches = 0
 
+        def assignment(self) -> set[TopicPartition]:
+            return set()  # nothing to check for a recreated topic
+
         async def getmany(self, timeout_ms: int) -> dict[TopicPartition, list[object]]:
             self.fetches += 1
             if self.fetches > 1:
