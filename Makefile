@@ -58,8 +58,13 @@ typecheck: $(STAMP) ## mypy strict
 	$(BIN)/mypy
 
 .PHONY: bench
-bench: $(STAMP) ## benchmarks, printed side by side and written to bench/results
+bench: $(STAMP) ## benchmarks, printed side by side and written to bench/results (BASE=rev: also POST->final for one user beside that commit)
 	$(PY) -m bench
+	$(if $(BASE),$(PY) -m bench.tail --base $(BASE) --out bench/results/tail.json,)
+
+.PHONY: bench-tail
+bench-tail: $(STAMP) ## POST->final for one user on the rules tier (BASE=rev: side by side with that commit)
+	$(PY) -m bench.tail $(if $(BASE),--base $(BASE),) --out bench/results/tail.json
 
 .PHONY: soak
 soak: $(STAMP) ## N simulated users for M minutes (USERS=, MINUTES=): latency, lost/doubled turns, memory

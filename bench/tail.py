@@ -43,7 +43,12 @@ async def probe(turns: int, warmup: int, think_s: float) -> list[float]:
 
     key = "tail-bench-key-0123456789"
     log_dir = Path(tempfile.mkdtemp(prefix="coachbus-tail-"))
-    env = {"COACHBUS_API_KEYS": f"ana:{key}", "COACHBUS_LOG_LEVEL": "WARNING"}
+    # One person typing fast: the per-key rate limit is not what is measured.
+    env = {
+        "COACHBUS_API_KEYS": f"ana:{key}",
+        "COACHBUS_LOG_LEVEL": "WARNING",
+        "COACHBUS_RATE_LIMIT_PER_MINUTE": "100000",
+    }
     stack = Stack(StackConfig.ephemeral(log_dir=log_dir, env=env))
     await stack.start()
     headers = {"Authorization": f"Bearer {key}"}
