@@ -37,7 +37,7 @@ from coachbus.contracts.state import SafetyState
 from coachbus.conversation_risk import Reading, fold_turn, read_turn
 from coachbus.crisis import is_crisis, needs_check_in, review_severity, screen_crisis
 from coachbus.eval.corpus import DEFAULT_DATA, CorpusError, Split, load_raw
-from coachbus.eval.metrics import Binary, ratio
+from coachbus.eval.metrics import Binary, ratio, smoothed_accuracy
 
 CORPUS = "conversations"
 CALIBRATION_SPLIT: Split = "calibration"
@@ -233,18 +233,14 @@ def report(split: str, rows: Sequence[Replayed], *, list_items: bool) -> dict[st
 
 
 def measure_calibration(rows: Sequence[Replayed]) -> dict[str, float]:
-    """Laplace-smoothed accuracy of each conversation outcome, (right + 1) / (n + 2),
-    as the message screen's calibration does. "message" is left out: a turn the
-    conversation did not change reports the message screen's own measured confidence."""
-    right: Counter[str] = Counter()
-    seen: Counter[str] = Counter()
-    for r in rows:
-        o = r.reading.outcome
-        if o in ("message", "replayed"):
-            continue
-        seen[o] += 1
-        right[o] += r.right
-    return {o: round((right[o] + 1) / (seen[o] + 2), 3) for o in sorted(seen)}
+    """Laplace-smoothed accuracy of each conversation outcome, as the message screen's
+    calibration measures it. "message" is left out: a turn the conversation did not
+    change reports the message screen's own measured confidence."""
+    return smoothed_accuracy(
+        (r.reading.outcome, r.right)
+        for r in rows
+        if r.reading.outcome not in ("message", "replayed")
+    )
 
 
 def calibration_toml(table: dict[str, float], items: int) -> str:

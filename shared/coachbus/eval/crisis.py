@@ -43,7 +43,7 @@ from coachbus.crisis import (
     worse,
 )
 from coachbus.eval.corpus import Item, Split
-from coachbus.eval.metrics import Binary, percentile, ratio, reliability
+from coachbus.eval.metrics import Binary, percentile, ratio, reliability, smoothed_accuracy
 
 # The split the confidences are measured on. Not dev: the rules are tuned on dev, so
 # every answer there is right and the screen would claim a certainty it does not
@@ -109,16 +109,8 @@ def deterministic(items: Sequence[Item]) -> list[Prediction]:
 
 
 def measure_calibration(predictions: Sequence[Prediction]) -> dict[str, float]:
-    """Laplace-smoothed accuracy per outcome: (right + 1) / (n + 2).
-
-    The smoothing keeps a kind that fired three times and was right three times
-    from claiming certainty (0.8, not 1.0)."""
-    right: Counter[str] = Counter()
-    seen: Counter[str] = Counter()
-    for p in predictions:
-        seen[p.outcome] += 1
-        right[p.outcome] += correct(p.item.label, p.screen)
-    return {o: round((right[o] + 1) / (seen[o] + 2), 3) for o in sorted(seen)}
+    """Laplace-smoothed accuracy per outcome (coachbus.eval.metrics.smoothed_accuracy)."""
+    return smoothed_accuracy((p.outcome, correct(p.item.label, p.screen)) for p in predictions)
 
 
 def calibration_toml(table: dict[str, float], items: int) -> str:

@@ -3,8 +3,22 @@
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+
+
+def smoothed_accuracy(outcomes: Iterable[tuple[str, bool]]) -> dict[str, float]:
+    """Laplace-smoothed accuracy per outcome, (right + 1) / (n + 2), from (outcome,
+    was it right) pairs: how a tier's confidence is measured. The smoothing keeps an
+    outcome that fired three times and was right three times from claiming
+    certainty (0.8, not 1.0)."""
+    right: Counter[str] = Counter()
+    seen: Counter[str] = Counter()
+    for outcome, ok in outcomes:
+        seen[outcome] += 1
+        right[outcome] += ok
+    return {o: round((right[o] + 1) / (seen[o] + 2), 3) for o in sorted(seen)}
 
 
 def ratio(num: int, den: int) -> float | None:
