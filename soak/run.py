@@ -223,7 +223,7 @@ def rss_mb(pid: int) -> float | None:
     return None
 
 
-def judge_memory(name: str, mem: ServiceMemory, answered_at: list[float], run_s: float) -> None:
+def judge_memory(name: str, mem: ServiceMemory, answered_at: list[float]) -> None:
     """Flat, GROWING, or filling: judged on the samples taken after the process's
     bounded caches were full (``answered_at``: when each turn was answered, seconds
     into the run), if at least ``JUDGE_SHARE`` of the run is left by then."""
@@ -451,7 +451,7 @@ async def run_soak(config: SoakConfig) -> SoakReport:
     answered_at = [t for t, _ms in run.done]
     broker = run.memory.pop("broker", None)
     for name, mem in run.memory.items():
-        judge_memory(name, mem, answered_at, elapsed)
+        judge_memory(name, mem, answered_at)
     lost = sorted(set(run.accepted) - set(counts))
     doubled = {t: n for t, n in counts.items() if n > 1}
     report = SoakReport(

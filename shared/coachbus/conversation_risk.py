@@ -214,10 +214,6 @@ class Reading:
     # A no that explained the words that made us ask ("I meant my thesis").
     explained: bool = False
 
-    @property
-    def basis(self) -> str:
-        return self.screen.basis
-
 
 # Families that, in an answer, show risk of their own: a time, a means, a farewell.
 _PLAN_FAMILIES = frozenset({"time", "means"})
@@ -368,7 +364,16 @@ def read_turn(
     if state is not None and state.last_reading is not None:
         last = state.last_reading
         if last.turn_id == turn_id and state.has_applied(turn_id):
-            return _replayed(last, message_screen, text, b)
+            # Its signs were folded in already: a reader needs the screen and answer.
+            return Reading(
+                last.screen,
+                message_screen,
+                last.answered,
+                last.screen.question,
+                (),
+                None,
+                "replayed",
+            )
 
     signs = _own_signs(found.category, found.outcome, message_screen, text, b)
     families = {f for f, _ in signs}
@@ -451,19 +456,6 @@ def read_turn(
         warning.name if warning is not None else None,
         outcome,
         explained=explained,
-    )
-
-
-def _replayed(last: TurnReading, message_screen: CrisisScreen, text: str, b: Book) -> Reading:
-    signs = signs_in(text, b)
-    return Reading(
-        last.screen,
-        message_screen,
-        last.answered,
-        last.screen.question,
-        tuple(signs),
-        None,
-        "replayed",
     )
 
 

@@ -8,7 +8,15 @@ from pathlib import Path
 import pytest
 
 from soak import SoakConfig, run_soak
-from soak.run import ServiceMemory, count_rewinds, flatness, judge_memory, percentile, thirds
+from soak.run import (
+    ServiceMemory,
+    broker_growth,
+    count_rewinds,
+    flatness,
+    judge_memory,
+    percentile,
+    thirds,
+)
 
 USERS = 8
 # Long enough for every user to get several turns through under continuous load
@@ -72,13 +80,13 @@ def test_growth_while_a_cache_fills_is_not_a_leak() -> None:
     # cache reaching its bound (reported), growth after it is full is a leak (failed).
     growing = [(float(t), 100.0 + 4 * t) for t in range(30)]
     filling = ServiceMemory(samples_mb=list(growing))
-    judge_memory("gateway", filling, [0.5] * 2_000, 30.0)
+    judge_memory("gateway", filling, [0.5] * 2_000)
     assert filling.verdict == "filling" and "turn cache 2,000/10,000" in filling.filling
     full = ServiceMemory(samples_mb=list(growing))
-    judge_memory("gateway", full, [0.5] * 12_000, 30.0)
+    judge_memory("gateway", full, [0.5] * 12_000)
     assert full.verdict == "GROWING" and full.judged_from_s == 0.5
     flat_after = ServiceMemory(samples_mb=[(float(t), 100.0 + min(t, 5) * 10) for t in range(30)])
-    judge_memory("gateway", flat_after, [float(i) / 1000 for i in range(12_000)], 30.0)
+    judge_memory("gateway", flat_after, [float(i) / 1000 for i in range(12_000)])
     assert flat_after.verdict == "flat" and flat_after.judged_from_s >= 9.9
 
 
@@ -93,3 +101,11 @@ def test_thirds_and_rewinds(tmp_path: Path) -> None:
     )
     (tmp_path / "synth.log").write_text("nothing of the kind\n")
     assert count_rewinds(tmp_path) == {"coach": 3}
+
+
+@pytest.mark.unit
+def test_the_broker_growth_per_turn() -> None:
+    mem = ServiceMemory(samples_mb=[(0.0, 100.0), (10.0, 150.0), (20.0, 200.0)])
+    assert broker_growth(mem, 1024) == 100.0  # 100 MB over 1,024 turns: 100 KB each
+    assert broker_growth(None, 10) is None
+    assert broker_growth(ServiceMemory(samples_mb=[(0.0, 1.0)]), 10) is None

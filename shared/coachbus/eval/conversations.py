@@ -108,9 +108,13 @@ def load(split: Split, data: Path = DEFAULT_DATA) -> list[Conversation]:
 class Replayed:
     item: Conversation
     reading: Reading  # the last turn's
-    screen: CrisisScreen  # the last turn's final screen (deterministic tier)
     single: CrisisScreen  # the last message screened alone
     asked: list[str | None] = field(default_factory=list)  # what we asked before each turn
+
+    @property
+    def screen(self) -> CrisisScreen:
+        """The last turn's screen (deterministic tier: the reading's)."""
+        return self.reading.screen
 
     @property
     def predicted(self) -> str:
@@ -136,23 +140,27 @@ def replay(item: Conversation) -> Replayed:
     now = _START
     asked: list[str | None] = []
     reading: Reading | None = None
-    screen: CrisisScreen | None = None
+    language: Language = "de" if item.language == "de" else "en"
     for i, (text, gap) in enumerate(item.user_turns):
         now += gap
         asked.append(state.open_check_in.question if state and state.open_check_in else None)
         turn_id = f"{item.item_id}-t{i + 1}"
         s = state.model_copy(deep=True) if state is not None else SafetyState(user_id=item.item_id)
         reading = read_turn(state, text, turn_id, now)
-        screen = reading.screen
         s.turn_count += 1
-        language: Language = "de" if item.language == "de" else "en"
         fold_turn(
-            s, reading, screen, turn=s.turn_count, turn_id=turn_id, language=language, now=now
+            s,
+            reading,
+            reading.screen,
+            turn=s.turn_count,
+            turn_id=turn_id,
+            language=language,
+            now=now,
         )
         s.mark_applied(turn_id)
         state = s
-    assert reading is not None and screen is not None
-    return Replayed(item, reading, screen, screen_crisis(item.user_turns[-1][0]), asked)
+    assert reading is not None
+    return Replayed(item, reading, screen_crisis(item.user_turns[-1][0]), asked)
 
 
 # --------------------------------------------------------------------------- report
