@@ -16,13 +16,12 @@ def _run(args: argparse.Namespace) -> int:
     from coachbus.embedded.stack import Stack, StackConfig
     from coachbus.llm import LLMSettings
     from coachbus.logs import setup_logging
-    from coachbus.settings import CoachbusSettings
 
     setup_logging("coachbus", "INFO")
     log = logging.getLogger("coachbus.run")
     config = StackConfig(
         broker_port=args.broker_port,
-        gateway_port=args.port or CoachbusSettings().gateway_port,
+        gateway_port=args.port,
         log_dir=Path(args.log_dir),
         snapshot=None if args.no_snapshot else Path(args.snapshot),
         llm=args.llm,
@@ -138,7 +137,11 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run the whole pipeline (embedded broker by default)")
     run.add_argument("--port", type=int, help="gateway port (default: COACHBUS_GATEWAY_PORT, 8000)")
-    run.add_argument("--broker-port", type=int, default=9092, help="embedded broker port")
+    run.add_argument(
+        "--broker-port",
+        type=int,
+        help="embedded broker port (default: COACHBUS_EMBEDDED_BROKER_PORT, 9092)",
+    )
     run.add_argument("--log-dir", default=".coachbus/logs", help="one log file per service")
     run.add_argument("--llm", choices=["none", "sim", "local"], default="none")
     run.add_argument(

@@ -7,6 +7,7 @@ repr by accident.
 
 from __future__ import annotations
 
+import json
 import secrets
 from functools import lru_cache
 from typing import TYPE_CHECKING, Annotated, Literal
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from coachbus.roster import WORKERS
+from coachbus.roster import AGENT_SERVICES, WORKERS
 
 if TYPE_CHECKING:
     from coachbus.bus.pacing import FetchPacer
@@ -131,6 +132,12 @@ class CoachbusSettings(BaseSettings):
     # served here, on the same host as the public port, never on the public port
     # itself. 0: a free port picked at start (logged).
     gateway_internal_port: int = Field(default=9000, ge=0, le=65535)
+    # ``coachbus run`` only: the embedded broker's port, and the agents' and Synth's
+    # /metrics and /healthz ports by service name (JSON, e.g. '{"shadow": 9101}'; a
+    # service not named keeps its default, 8101-8106). Settings rather than flags
+    # alone so a machine where a default port is taken runs ``make run`` unchanged.
+    embedded_broker_port: int = Field(default=9092, ge=1, le=65535)
+    service_ports: dict[str, int] = Field(default_factory=dict)
     api_keys: Annotated[list[ApiKey], NoDecode] = Field(default_factory=list)
     max_message_chars: int = Field(default=8_000, ge=1)
     # The gateway's cache of recent turns (replayed to late listeners): at most this
@@ -213,6 +220,29 @@ class CoachbusSettings(BaseSettings):
         known = set(WORKERS)
         if isinstance(value, list) and not set(value) <= known:
             raise ValueError(f"unknown agents {sorted(set(value) - known)}; known: {sorted(known)}")
+        return value
+
+    @field_validator("service_ports", mode="before")
+    @classmethod
+    def _ports_json(cls, value: object) -> object:
+        # The environment source decodes JSON itself; values handed over as keyword
+        # strings (the embedded stack passes its env that way) arrive undecoded.
+        return json.loads(value) if isinstance(value, str) else value
+
+    @field_validator("service_ports")
+    @classmethod
+    def _known_services(cls, value: dict[str, int]) -> dict[str, int]:
+        # A misspelt name would silently keep the default port: the very clash the
+        # operator set it to avoid. The gateway's port has its own setting.
+        known = set(AGENT_SERVICES)
+        if not set(value) <= known:
+            raise ValueError(
+                f"unknown services {sorted(set(value) - known)}; known: {sorted(known)}"
+                " (the gateway's ports: COACHBUS_GATEWAY_PORT, COACHBUS_GATEWAY_INTERNAL_PORT)"
+            )
+        bad = {k: v for k, v in value.items() if not 1 <= v <= 65535}
+        if bad:
+            raise ValueError(f"ports out of range: {bad}")
         return value
 
     @field_validator("locale")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from pydantic import ValidationError
 
@@ -138,7 +140,7 @@ def test_the_gateway_port_has_one_name_everywhere(monkeypatch: pytest.MonkeyPatc
 
     class Stack:
         def __init__(self, config: stack.StackConfig) -> None:
-            ports.append(config.gateway_port)
+            ports.append(stack.StackPorts.resolve(config, dict(os.environ)).gateway)
 
         async def start(self) -> None:
             raise Started

@@ -123,10 +123,14 @@ class EraseWatch:
 @dataclass
 class StackConfig:
     bootstrap: str | None = None  # None: start the embedded broker
-    broker_port: int = 9092
-    gateway_port: int = 8000
+    # Ports: None takes the setting (COACHBUS_EMBEDDED_BROKER_PORT, COACHBUS_GATEWAY_PORT,
+    # COACHBUS_GATEWAY_INTERNAL_PORT, COACHBUS_SERVICE_PORTS) from ``env`` or the
+    # process environment, so an operator's setting is never overridden by a default
+    # here; a value pins the port (tests, ``--port``). Resolved in ``Stack.start``.
+    broker_port: int | None = None
+    gateway_port: int | None = None
     # The gateway's /metrics and API docs (never on the public port).
-    gateway_internal_port: int = 9000
+    gateway_internal_port: int | None = None
     service_ports: dict[str, int] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
     log_dir: Path | None = None
@@ -157,6 +161,35 @@ class StackConfig:
         )
 
 
+@dataclass(frozen=True)
+class StackPorts:
+    broker: int
+    gateway: int
+    gateway_internal: int
+    services: dict[str, int]
+
+    @classmethod
+    def resolve(cls, config: StackConfig, env: dict[str, str]) -> StackPorts:
+        from coachbus.bus.service import DEFAULT_PORTS
+
+        settings = CoachbusSettings(**_coachbus_from(env))
+        internal = config.gateway_internal_port
+        if internal is None:
+            # 0 means "any free port" to the gateway; the stack picks it here so it
+            # can say where /metrics is.
+            internal = settings.gateway_internal_port or free_port()
+        return cls(
+            broker=config.broker_port or settings.embedded_broker_port,
+            gateway=config.gateway_port or settings.gateway_port,
+            gateway_internal=internal,
+            services={
+                name: config.service_ports.get(name)
+                or settings.service_ports.get(name, DEFAULT_PORTS[name])
+                for name in DEFAULT_PORTS
+            },
+        )
+
+
 def embedded_partitions(replicas: dict[str, int]) -> int:
     """Partitions per topic on the embedded broker: room for two replicas, or more
     if a service runs more."""
@@ -174,22 +207,29 @@ class Stack:
         self.local_model: Any = None
         self._kafka: KafkaSettings | None = None
         self.erase_watch: EraseWatch | None = None
+        self._ports: StackPorts | None = None
 
     @property
     def gateway_url(self) -> str:
-        return f"http://127.0.0.1:{self.config.gateway_port}"
+        return f"http://127.0.0.1:{self.ports.gateway}"
 
     @property
     def gateway_internal_url(self) -> str:
         """The gateway's /metrics, /openapi.json and /docs."""
-        return f"http://127.0.0.1:{self.config.gateway_internal_port}"
+        return f"http://127.0.0.1:{self.ports.gateway_internal}"
 
     def metrics_url(self, service: str) -> str:
         """Where a service's /metrics is served (the gateway's on its internal port)."""
         if service == "gateway":
             return f"{self.gateway_internal_url}/metrics"
-        port = self.config.service_ports[service]
-        return f"http://127.0.0.1:{port}/metrics"
+        return f"http://127.0.0.1:{self.ports.services[service]}/metrics"
+
+    @property
+    def ports(self) -> StackPorts:
+        """Every port this stack listens on: the config's, else the settings'."""
+        if self._ports is None:
+            self._ports = StackPorts.resolve(self.config, {**os.environ, **self.config.env})
+        return self._ports
 
     async def start(self) -> None:
         cfg = self.config
@@ -199,11 +239,13 @@ class Stack:
             log_file = cfg.log_dir / "broker.log" if cfg.log_dir else None
             if cfg.log_dir:
                 cfg.log_dir.mkdir(parents=True, exist_ok=True)
-            self.broker = EmbeddedBroker(port=cfg.broker_port, log_file=log_file)
+            self.broker = EmbeddedBroker(port=self.ports.broker, log_file=log_file)
             await asyncio.to_thread(self.broker.start)
             bootstrap = self.broker.bootstrap
         env["KAFKA_BOOTSTRAP_SERVERS"] = bootstrap
-        env.setdefault("COACHBUS_GATEWAY_INTERNAL_PORT", str(cfg.gateway_internal_port))
+        # The gateway reads its internal port from this; resolved above from the
+        # config or the operator's setting, never a default over the setting.
+        env["COACHBUS_GATEWAY_INTERNAL_PORT"] = str(self.ports.gateway_internal)
         if self.broker is not None and not (
             env.get("COACHBUS_PARTITIONS") or os.environ.get("COACHBUS_PARTITIONS")
         ):
@@ -254,13 +296,8 @@ class Stack:
             log.info("starting the local model server (first start loads the model)…")
             await asyncio.to_thread(self.local_model.start)
             env.update(self.local_model.env())
-        from coachbus.bus.service import DEFAULT_PORTS
-
         for name in cfg.services:
-            if name == "gateway":
-                service_port = cfg.gateway_port
-            else:
-                service_port = cfg.service_ports.get(name, DEFAULT_PORTS[name])
+            service_port = self.ports.gateway if name == "gateway" else self.ports.services[name]
             specs.append(ServiceSpec(name=name, port=service_port))
             for n in range(2, cfg.replicas.get(name, 1) + 1):
                 specs.append(
