@@ -27,7 +27,9 @@ FLOORS: dict[str, tuple[float, float]] = {
     "register": (0.74, 0.86),
     "patterns": (0.83, 0.86),
     "conflicts": (0.29, 0.25),
-    "replies": (0.67, 0.69),
+    # Re-measured when heldout doubled with blind-written replies (2026-12-03): the
+    # new items phrase blocked steps without the catalogue's words.
+    "replies": (0.61, 0.61),
 }
 
 
