@@ -52,7 +52,7 @@ from coachbus.contracts import (
     UserInputAdapter,
     UserMessage,
 )
-from coachbus.heap import trim_forever
+from coachbus.memory_trim import trim_forever
 from coachbus.llm import LLMClient, LLMSettings, Policy, PromptBuilder, Router, describe
 from coachbus.logs import setup_logging
 from coachbus.metrics import AGENT_LATENCY, DLQ_MESSAGES, MESSAGES, REGISTRY
@@ -557,7 +557,7 @@ class AgentRuntime:
         for dispatcher in self.dispatchers:
             dispatcher.start_pacing()
         self._trimmer = asyncio.create_task(
-            trim_forever(self.settings.malloc_trim_s), name="coachbus-heap-trim"
+            trim_forever(self.settings.malloc_trim_s), name="coachbus-memory-trim"
         )
 
     async def _shutdown(self) -> None:
