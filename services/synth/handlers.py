@@ -13,9 +13,10 @@ from opentelemetry.context import Context
 from pydantic import TypeAdapter
 
 from coachbus.bus.codec import DecodeError, decode
+from coachbus.bus.consume import record_context
 from coachbus.bus.dispatch import Hold, Record
 from coachbus.bus.erasure import origin
-from coachbus.bus.service import AgentRuntime, record_context
+from coachbus.bus.service import AgentRuntime
 from coachbus.bus.state import read_tail
 from coachbus.contracts import (
     AgentResult,
@@ -341,8 +342,8 @@ async def _abandon(partitions: set[int]) -> None:
         log.info("synth: %d open turns left to the partitions' next owner", dropped)
 
 
-runtime.assign_hooks.append(_remember_finals)
-runtime.revoke_hooks.append(_abandon)
+runtime.hooks.partitions_assigned.append(_remember_finals)
+runtime.hooks.partitions_revoked.append(_abandon)
 dispatcher = runtime.consume(
     router,
     [Topic.USER_MESSAGES, *AGENT_TOPICS.values()],

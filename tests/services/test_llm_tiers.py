@@ -110,7 +110,7 @@ def wire(monkeypatch: pytest.MonkeyPatch) -> Any:
         monkeypatch.setattr(runtime, "llm_settings", settings)
         monkeypatch.setattr(runtime, "tiers", Router(client=client, publish_human_review=review))
         monkeypatch.setattr(runtime, "publish", publish)
-        for store in runtime.stores:
+        for store in runtime.state.stores:
             monkeypatch.setattr(store, "_write", write)
             monkeypatch.setattr(store, "_records", {})
         return wired

@@ -254,7 +254,7 @@ class Stack:
             log.info("starting the local model server (first start loads the model)…")
             await asyncio.to_thread(self.local_model.start)
             env.update(self.local_model.env())
-        from coachbus.bus.service import DEFAULT_PORTS
+        from coachbus.bus.app import DEFAULT_PORTS
 
         for name in cfg.services:
             if name == "gateway":

@@ -34,7 +34,7 @@ async def serve(names: list[str]) -> None:
         runtimes.append(handlers.runtime)
     # As each app does: its startup (views, erase watermarks, hooks), then consumers.
     for runtime in runtimes:
-        await runtime._startup()
+        await runtime.startup()
     # All at once: each consumer's first group join waits out the broker's initial
     # rebalance delay (3 s on Tansu and Kafka's default), so one after another the
     # six agents took 18 s to start.
@@ -46,7 +46,7 @@ async def serve(names: list[str]) -> None:
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
     for runtime in reversed(runtimes):
-        await runtime._shutdown()
+        await runtime.shutdown()
         await runtime.broker.stop()
 
 
