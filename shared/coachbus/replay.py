@@ -472,7 +472,7 @@ async def run(args: argparse.Namespace) -> int:
         env["COACHBUS_LLM_PROMPTS_DIR"] = str(args.prompts.resolve())
     agents = AGENT_SERVICES
     # The broker and the LLM (if any) from the embedded stack; the six agents in one
-    # process (coachbus.embedded.together) unless --separate asks for one each.
+    # process (coachbus.embedded.one_process) unless --separate asks for one each.
     config = StackConfig.ephemeral(
         bootstrap=args.sandbox_bootstrap,
         env=env,
@@ -574,7 +574,7 @@ async def _start_together(
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "coachbus.embedded.together",
+        "coachbus.embedded.one_process",
         *agents,
         env={**os.environ, **env},
         stdout=asyncio.subprocess.PIPE,

@@ -7,7 +7,7 @@ libraries instead of six (measured in bench/replay.py). The services are loaded
 by module name, so the shared library still imports no service; each keeps its own
 AgentRuntime, broker connection and consumer group exactly as in its own process.
 
-Run: ``python -m coachbus.embedded.together shadow persona plasticity stability coach
+Run: ``python -m coachbus.embedded.one_process shadow persona plasticity stability coach
 synth`` with the sandbox's environment (topic prefix, bootstrap, LLM); it prints
 ``ready`` once every agent consumes, and stops cleanly on SIGTERM or SIGINT.
 """
@@ -28,7 +28,7 @@ async def serve(names: list[str]) -> None:
     for name in names:
         if name not in AGENT_SERVICES:
             known = ", ".join(AGENT_SERVICES)
-            raise SystemExit(f"together: unknown agent {name!r}; known: {known}")
+            raise SystemExit(f"one_process: unknown agent {name!r}; known: {known}")
         handlers = importlib.import_module(f"services.{name}.handlers")
         handlers.runtime.include_router(handlers.router)
         runtimes.append(handlers.runtime)
