@@ -36,6 +36,7 @@ from coachbus.metrics import MESSAGES, SYNTH_FIRST_TEXT, SYNTH_JOIN_WAIT, TURN_L
 from coachbus.topics import AGENT_TOPICS, Topic
 from coachbus.tracing import turn_span
 from services.synth import logic, prompts
+from services.synth.conflicts import SAFETY_MODES
 from services.synth.join import Join, OpenTurn
 from services.synth.memory import MemoryKeeper
 
@@ -149,7 +150,7 @@ async def write_prose(message: UserMessage, outcome: logic.SynthOutcome) -> Writ
     sink: SentencePublisher | None = None
     streaming: StreamingLLM | None = None
     opener = ""
-    if runtime.llm is not None and sheet.mode not in logic.SAFETY_MODES:
+    if runtime.llm is not None and sheet.mode not in SAFETY_MODES:
         opener = opening(outcome)
 
         async def publish(text: str, seq: int) -> None:
