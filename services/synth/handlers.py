@@ -28,10 +28,10 @@ from coachbus.contracts import (
     UserMessage,
     utcnow,
 )
-from coachbus.delta import SentencePublisher, StreamingLLM, partial_check
 from coachbus.llm import DecisionContext, LLMClient, LLMTier, Message, Outcome, Router
 from coachbus.memory import MemoryRecord, context_for
 from coachbus.metrics import MESSAGES, SYNTH_FIRST_TEXT, SYNTH_JOIN_WAIT, TURN_LATENCY
+from coachbus.reply_stream import SentencePublisher, StreamingLLM, partial_check
 from coachbus.topics import AGENT_TOPICS, Topic
 from coachbus.tracing import turn_span
 from services.synth import assemble, logic, prompts
