@@ -109,6 +109,9 @@ async def _whole_message(message: Any) -> Any:
 
 
 class Subscriptions:
+    """The subscriptions of one service's consumer group and the dispatcher behind
+    each (``dispatchers``: what tests and benchmarks wait on to go idle)."""
+
     def __init__(
         self,
         service: str,

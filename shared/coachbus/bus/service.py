@@ -57,6 +57,10 @@ S = TypeVar("S", bound=BaseModel)
 
 
 class AgentRuntime:
+    """One service's runtime: its broker, hooks, publisher, state and subscriptions,
+    and its LLM tiers. The methods below are what a service's handlers use; each
+    hands the call to the part that does it."""
+
     def __init__(
         self,
         service: str,
@@ -92,7 +96,8 @@ class AgentRuntime:
             state=self.state,
             publisher=self.publisher,
         )
-        # Services check every record's age against it (e.g. Synth before it answers).
+        # Every user's erase watermark: a service checks a turn against it before it
+        # writes anything of it (Synth before it answers).
         self.erasures = self.state.erasures
         # How this service thinks: the deterministic tier always, LLM tiers when an
         # endpoint is configured; ``tiers`` (the LLM router, not a FastStream router)

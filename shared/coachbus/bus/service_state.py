@@ -68,6 +68,8 @@ class PartitionGate:
 
 
 class ServiceState:
+    """The stores, views, erase watermarks and partition gate of one service."""
+
     def __init__(
         self,
         service: str,
