@@ -182,7 +182,7 @@ class SeedCall(_Strict):
 
 class SeedDesign(_Strict):
     """The seed's sequential-after-Shadow turn: Shadow, then the workers at once,
-    then Synth (see ``profiles/seed_design.toml``)."""
+    then Synth (see ``bench/seed_design.toml``)."""
 
     shadow: SeedCall
     workers: list[SeedCall]
