@@ -6,7 +6,7 @@ user turn after turn, then 16 users at once (closed loop, first messages spread
 over one turn). Per turn: the Coach's first text, the first synthesis text (the
 first ``final_delta``, else the ``final``) and the full synthesis, all from the
 message's ``created_at``. Beside them the seed's sequential-after-Shadow design on
-the same profile, computed on the profile's virtual clock (coachbus.llm.simprofile:
+the same profile, computed on the profile's virtual clock (bench/virtual_clock.py:
 nothing sleeps), for the same number of users; and, from the simulator's timeline,
 where our calls spent their time (queue, prefill, decode) and the share of prompt
 tokens served from the prefix cache.
@@ -37,16 +37,16 @@ from bench.harness import (
     running,
     ts,
 )
-from coachbus.llm.sim import count_pieces
-from coachbus.llm.simprofile import (
+from bench.virtual_clock import (
     SeedCall,
     SeedTurn,
-    load,
     load_seed_design,
     seed_stages,
     simulate_seed,
     simulate_stages,
 )
+from coachbus.llm.sim import count_pieces
+from coachbus.llm.simprofile import load
 
 # Every call is let finish, however long the model takes: a call cut short by a
 # timeout falls back to the deterministic tier and would make a turn faster by
@@ -508,7 +508,7 @@ def notes(r: dict[str, Any]) -> list[str]:
         "8 = hardware profiles (coachbus llm-sim --profile, bench/profiles.md): every "
         "decision to the model; seed = its sequential-after-Shadow design computed on the "
         "same profile's virtual clock (Shadow, then 4 workers, then Synth; token counts "
-        "in coachbus/llm/profiles/seed_design.toml).",
+        "in bench/seed_design.toml).",
     ]
     if scale != 1.0:
         lines.append(

@@ -22,7 +22,7 @@ from pathlib import Path
 import psutil
 
 from bench.harness import TEXTS, machine
-from coachbus.replay import save
+from coachbus.replay.record import save
 
 BUDGET_S = 120.0
 BUDGET_MIB = 500.0

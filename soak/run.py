@@ -38,7 +38,7 @@ BOUNDED_CACHES: dict[str, tuple[tuple[str, int], ...]] = {
     # services/gateway/turns.py (COACHBUS_TURN_CACHE_TURNS) and the review queue's
     # memory of answered reviews (services/gateway/review.py).
     "gateway": (("turn cache", 10_000),),
-    # services/synth/join.py: the turns it finalised; coachbus.bus.service.AnsweredTurns.
+    # services/synth/join.py: the turns it finalised; coachbus.bus.consume.AnsweredTurns.
     "synth": (("finalised turns", 50_000), ("answered turns", 50_000)),
     **{
         agent: (("answered turns", 50_000),)

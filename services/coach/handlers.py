@@ -11,10 +11,10 @@ from coachbus.bus.service import AgentRuntime
 from coachbus.contracts import CoachResult, Reply, UserMessage, utcnow
 from coachbus.contracts.payloads import CoachPayload
 from coachbus.contracts.state import Blackboard, SafetyState
-from coachbus.delta import DeltaPublisher, StreamingLLM
 from coachbus.llm import LLMClient, LLMTier, Message, Router
 from coachbus.memory import MemoryRecord, context_for
 from coachbus.metrics import COACH_FIRST_REPLY
+from coachbus.reply_stream import DeltaPublisher, StreamingLLM
 from coachbus.topics import Topic
 from services.coach import logic, prompts
 

@@ -75,7 +75,7 @@ async def _start_feed() -> None:
         desk.start()
 
 
-runtime.startup_hooks.append(_start_feed)
-runtime.shutdown_hooks.append(feed.stop)
-runtime.shutdown_hooks.append(desk.stop)
+runtime.hooks.startup.append(_start_feed)
+runtime.hooks.shutdown.append(feed.stop)
+runtime.hooks.shutdown.append(desk.stop)
 api = create_api(runtime.settings, keys, store, publish, reviews, publish_reply, desk)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import re
 import time
 from dataclasses import dataclass
 from typing import cast
@@ -13,9 +12,10 @@ from opentelemetry.context import Context
 from pydantic import TypeAdapter
 
 from coachbus.bus.codec import DecodeError, decode
+from coachbus.bus.consume import record_context
 from coachbus.bus.dispatch import Hold, Record
 from coachbus.bus.erasure import origin
-from coachbus.bus.service import AgentRuntime, record_context
+from coachbus.bus.service import AgentRuntime
 from coachbus.bus.state import read_tail
 from coachbus.contracts import (
     AgentResult,
@@ -28,13 +28,14 @@ from coachbus.contracts import (
     UserMessage,
     utcnow,
 )
-from coachbus.delta import SentencePublisher, StreamingLLM, partial_check
 from coachbus.llm import DecisionContext, LLMClient, LLMTier, Message, Outcome, Router
 from coachbus.memory import MemoryRecord, context_for
 from coachbus.metrics import MESSAGES, SYNTH_FIRST_TEXT, SYNTH_JOIN_WAIT, TURN_LATENCY
+from coachbus.reply_stream import SentencePublisher, StreamingLLM, partial_check
 from coachbus.topics import AGENT_TOPICS, Topic
 from coachbus.tracing import turn_span
-from services.synth import logic, prompts
+from services.synth import assemble, logic, prompts
+from services.synth.conflicts import SAFETY_MODES
 from services.synth.join import Join, OpenTurn
 from services.synth.memory import MemoryKeeper
 
@@ -75,63 +76,16 @@ def _piece(
     )
 
 
-# A sentence end in the deterministic rendering (its sentences are hand-written:
-# a sentence ends at its mark followed by a space).
-_RENDERED_SENTENCE = re.compile(r"(?<=[.!?…])\s+")
-
-
-def opening(outcome: logic.SynthOutcome) -> str:
-    """The sentence a streamed synthesis opens with (``COACHBUS_SYNTH_OPENING=rendered``):
-    the deterministic rendering's first, its acknowledgement, when more follows it.
-
-    It is shown the moment the model is asked, so the user reads the synthesis from
-    before the model's first token; the model continues it. It is code-written
-    from fixed phrases and checked with the whole rendering (``logic.synthesize``),
-    and when the model fails, the rendering that completes the reply begins with
-    it (:func:`complete`), so what was shown never has to be taken back."""
-    if runtime.settings.synth_opening != "rendered":
-        return ""
-    first, *rest = _RENDERED_SENTENCE.split(outcome.text.strip(), maxsplit=1)
-    return " ".join(first.split()) if rest and rest[0].strip() else ""
-
-
-def complete(shown: str, outcome: logic.SynthOutcome) -> str:
-    """The reply when a stream ended early: what the user has read, completed from
-    the deterministic rendering.
-
-    The rendering's opening (its acknowledgement) is skipped first, then more of
-    its beginning until the whole fits the sheet's word budget, so the reply keeps
-    the rendering's step and closing question; the first candidate the validator
-    accepts is the reply. What was shown cannot be taken back, so when none is
-    accepted the one with the fewest problems goes out (the shown sentences were
-    each checked, and the rendering's are checked when it is built).
-    """
-    rendered = [s for s in _RENDERED_SENTENCE.split(outcome.text) if s.strip()]
-    tails = [rendered[k:] for k in range(1, len(rendered))] + [[], rendered]
-    best: tuple[int, str] | None = None
-    for tail in tails:
-        text = " ".join([shown, *tail])
-        problems = logic.validate(text, outcome.sheet)
-        if not problems:
-            return text
-        if best is None or len(problems) < best[0]:
-            best = (len(problems), text)
-    assert best is not None
-    return best[1]
-
-
 @dataclass(slots=True)
-class Written:
-    outcome: Outcome[str]
-    streamed: bool  # the user saw final_delta pieces before the final
+class FinalProse:
+    """The final reply's prose as the router decided it, and whether the user has
+    seen it streamed (``final_delta`` pieces before the final)."""
+
+    decided: Outcome[str]
+    streamed: bool
 
 
-async def prose(message: UserMessage, outcome: logic.SynthOutcome) -> Outcome[str]:
-    """The final reply's prose (see :func:`write_prose`)."""
-    return (await write_prose(message, outcome)).outcome
-
-
-async def write_prose(message: UserMessage, outcome: logic.SynthOutcome) -> Written:
+async def write_prose(message: UserMessage, outcome: logic.SynthOutcome) -> FinalProse:
     """The final reply's prose: the deterministic rendering first; below the policy's
     confidence an LLM writes from the sheet alone, checked by the same validator and
     repaired within the router's bounded loop, else the rendering stands.
@@ -139,7 +93,7 @@ async def write_prose(message: UserMessage, outcome: logic.SynthOutcome) -> Writ
     The LLM's reply is streamed to the user sentence by sentence as it is written
     (``final_delta``), each sentence checked before it leaves; a sentence that
     fails, or a deadline mid-stream, ends the stream there and the reply is
-    completed from the deterministic rendering (:func:`complete`). With nothing
+    completed from the deterministic rendering (``assemble.complete``). With nothing
     shown yet, a failure is an ordinary failed attempt that the router repairs.
     Crisis, care and check-in replies are never streamed (nor rewritten): their
     help lines can only be checked on the whole text."""
@@ -148,8 +102,8 @@ async def write_prose(message: UserMessage, outcome: logic.SynthOutcome) -> Writ
     sink: SentencePublisher | None = None
     streaming: StreamingLLM | None = None
     opener = ""
-    if runtime.llm is not None and sheet.mode not in logic.SAFETY_MODES:
-        opener = opening(outcome)
+    if runtime.llm is not None and sheet.mode not in SAFETY_MODES:
+        opener = assemble.opening(outcome, runtime.settings.synth_opening)
 
         async def publish(text: str, seq: int) -> None:
             tier: Tier = streaming.tier if streaming is not None and streaming.tier else "small"
@@ -179,7 +133,7 @@ async def write_prose(message: UserMessage, outcome: logic.SynthOutcome) -> Writ
             runtime.llm,
             sink,
             lambda text: prompts.Prose(text=text),
-            complete=lambda shown: complete(shown, outcome),
+            complete=lambda shown: assemble.complete(shown, outcome),
             whole=lambda text: logic.validate(text, sheet),
         )
         decider = Router(
@@ -214,11 +168,11 @@ async def write_prose(message: UserMessage, outcome: logic.SynthOutcome) -> Writ
         # The stream was cut (the turn's deadline, an error) or a later attempt won:
         # the reply still starts with what the user has read.
         log.info("synth %s: streamed reply completed (%s)", message.turn_id, written.stop_reason)
-        written.value = complete(sink.shown, outcome)
+        written.value = assemble.complete(sink.shown, outcome)
     if streamed_model and streaming_tier is not None:
         # The reply begins with the model's sentences whatever completed it.
         written.tier = streaming_tier
-    return Written(written, streamed)
+    return FinalProse(written, streamed)
 
 
 def _erased(message: UserMessage) -> bool:
@@ -245,8 +199,8 @@ async def finalize(turn: OpenTurn, degraded: bool) -> None:
         # Synth's own screen goes instead (the review queue keeps one item per turn,
         # so a late Stability review of the same turn is not shown twice).
         await runtime.publish(Topic.HUMAN_REVIEW, review, key=message.user_id)
-    prosed = await write_prose(message, outcome)
-    written = prosed.outcome
+    prose = await write_prose(message, outcome)
+    written = prose.decided
     usage = written.usage
     for result in turn.results.values():
         usage = usage + result.usage
@@ -271,7 +225,7 @@ async def finalize(turn: OpenTurn, degraded: bool) -> None:
     context = turn.trace_context if isinstance(turn.trace_context, Context) else None
     with turn_span("synth.final", message.turn_id, "synth", parent=context):
         await runtime.publish(Topic.REPLIES, reply, key=message.user_id)
-    if not prosed.streamed:
+    if not prose.streamed:
         SYNTH_FIRST_TEXT.labels("final", reply.tier).observe(
             (utcnow() - message.created_at).total_seconds()
         )
@@ -341,8 +295,8 @@ async def _abandon(partitions: set[int]) -> None:
         log.info("synth: %d open turns left to the partitions' next owner", dropped)
 
 
-runtime.assign_hooks.append(_remember_finals)
-runtime.revoke_hooks.append(_abandon)
+runtime.hooks.partitions_assigned.append(_remember_finals)
+runtime.hooks.partitions_revoked.append(_abandon)
 dispatcher = runtime.consume(
     router,
     [Topic.USER_MESSAGES, *AGENT_TOPICS.values()],

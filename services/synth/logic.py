@@ -2,13 +2,7 @@
 
 ``build_sheet`` merges whatever results arrived into a DecisionSheet — what to
 say, what never to say, tone, length, language — applying the conflict policy of
-docs/mapping.md and recording every conflict:
-
-* crisis_first: a crisis suspends coaching; Stability beats Plasticity's strategy.
-* safety_over_ambition: Stability beats Persona's stretch when any step is blocked.
-* safety_over_style: Stability caps Plasticity's challenge on a risky turn.
-* evidence_over_guess: Shadow's evidence beats Persona's follow-through guess, and
-  Shadow's observed patterns beat Persona's stretch when they argue against it.
+docs/mapping.md (services/synth/conflicts.py) and recording every conflict.
 
 Missing agents degrade gracefully: without Stability, Synth runs the shared crisis
 screen and risky-step screen on the message itself and stays conservative.
@@ -21,8 +15,8 @@ reply that passes the validator.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Literal, TypeVar
+from collections.abc import Mapping, Sequence
+from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -44,7 +38,6 @@ from coachbus.contracts.payloads import (
     CoachingStrategy,
     CrisisScreen,
     DecisionSheet,
-    FollowThroughPrediction,
     Language,
     PatternClass,
     PatternEvidence,
@@ -77,6 +70,15 @@ from coachbus.text import (
     sentences,
 )
 from services.synth import render as _render
+from services.synth.conflicts import (
+    SAFETY_MODES,
+    Mode,
+    crisis_first,
+    evidence_over_guess_ambition,
+    evidence_over_guess_follow_through,
+    safety_over_ambition,
+    safety_over_style,
+)
 
 # Word budgets per calibrated length (min, max).
 LENGTH_WORDS: dict[str, tuple[int, int]] = {
@@ -85,49 +87,11 @@ LENGTH_WORDS: dict[str, tuple[int, int]] = {
     "long": (50, 190),
 }
 CRISIS_WORDS = (35, 220)
-# Modes whose reply is fixed, pre-checked text: never rewritten by a model, never
-# widened, and gentle (crisis, the check-in after one, the check-in on an uncertain
-# screen).
-SAFETY_MODES = ("crisis", "care", "check_in")
-# Persona's follow-through guess and Shadow's evidence "disagree" beyond this gap.
-FOLLOW_THROUGH_GAP = 20
-# Challenge Plasticity may ask for while a risky step is on the table.
-SAFE_CHALLENGE = 0.3
-# Shadow's patterns that argue against stretching a goal right now.
-_AGAINST_STRETCH = (
-    PatternClass.OVERCOMMITMENT,
-    PatternClass.ALL_OR_NOTHING,
-    PatternClass.AVOIDANCE,
-    PatternClass.SELF_CRITICISM,
-)
 # Turns after a crisis during which replies stay gentle (no hard forecasts, no
 # raised challenge).
 GENTLE_TURNS = 4
 # Patterns a reply should only name once Shadow is reasonably sure.
 PATTERN_MIN_CONFIDENCE = 0.3
-
-# Which goal domains a blocked step's domain touches: a stretch on the startup
-# clashes with a block on quitting the job or betting the savings, not with a block
-# on training through an injury.
-_RELATED: dict[str | None, frozenset[str]] = {
-    "work": frozenset({"work", "business", "money"}),
-    "money": frozenset({"money", "business", "work"}),
-    "fitness": frozenset({"fitness"}),
-    "nutrition": frozenset({"nutrition", "fitness"}),
-    "sleep": frozenset({"sleep", "work", "study", "business"}),
-    "relationships": frozenset({"relationships"}),
-}
-
-
-def _clashes(block: BlockedStep, target: str, message: str) -> bool:
-    """Does pushing ``target`` further risk the blocked step?"""
-    spec = CATALOGUE.get(block.step_id)
-    if spec is not None and spec.heads_for(message):
-        return True  # the user is heading for the blocked step right now
-    if block.domain is None:
-        return True  # e.g. medication: any push is weighed against it
-    return target in _RELATED.get(block.domain, frozenset({block.domain}))
-
 
 _R = TypeVar("_R", ShadowResult, PersonaResult, PlasticityResult, StabilityResult, CoachResult)
 
@@ -246,136 +210,6 @@ def _pick_quote(
 
 
 _ARTEFACT_IN_QUOTE = re.compile(r"[\[\]{}<>]|\b[a-z]+_[a-z_]+\b")
-
-
-# --------------------------------------------------------------------------- conflict rules
-# One function per rule of docs/mapping.md §4, named as there. Each returns its
-# value and the conflicts it resolved (none when the rule did not apply).
-
-Mode = Literal["coach", "safety", "crisis", "care", "check_in"]
-
-
-def crisis_first(
-    mode: Mode, *, strategy: CoachingStrategy | None = None, stretch: str | None = None
-) -> tuple[bool, list[Conflict]]:
-    """A crisis, the check-in on an uncertain screen, or the turn after a crisis
-    suspends coaching: Stability beats Plasticity's ``strategy`` and Persona's
-    ``stretch``. The value: whether coaching is suspended."""
-    if mode not in SAFETY_MODES:
-        return False, []
-    found: list[Conflict] = []
-    if strategy is not None:
-        found.append(
-            Conflict(
-                topic="strategy",
-                winner="stability",
-                overruled="plasticity",
-                rule="crisis_first",
-                detail=(f"{_SAFETY_MODE_NAMES[mode]}: {strategy.value} coaching suspended"),
-            )
-        )
-    if stretch is not None:
-        found.append(
-            Conflict(
-                topic=f"ambition:{stretch}",
-                winner="stability",
-                overruled="persona",
-                rule="crisis_first",
-                detail=f"stretch on {stretch} dropped during a crisis",
-            )
-        )
-    return True, found
-
-
-def safety_over_style(
-    tone: SheetTone, mode: Mode, gentle: bool, *, from_plasticity: bool
-) -> tuple[SheetTone, list[Conflict]]:
-    """On a crisis, check-in or risky turn, or soon after a crisis, Stability caps
-    Plasticity's challenge. The value: the tone the sheet uses."""
-    if not ((mode != "coach" or gentle) and from_plasticity and tone.challenge > SAFE_CHALLENGE):
-        return tone, []
-    conflict = Conflict(
-        topic="challenge",
-        winner="stability",
-        overruled="plasticity",
-        rule="safety_over_style",
-        detail=(
-            f"challenge {tone.challenge:.2f} capped at {SAFE_CHALLENGE} "
-            f"while the turn is {mode if mode != 'coach' else 'soon after a crisis'}"
-        ),
-    )
-    return tone.model_copy(update={"challenge": SAFE_CHALLENGE}), [conflict]
-
-
-def safety_over_ambition(
-    target: str, never: Iterable[BlockedStep], message: str
-) -> tuple[bool, list[Conflict]]:
-    """A blocked step that clashes with Persona's stretch on ``target`` beats it.
-    The value: whether the stretch is dropped."""
-    clashing = [b for b in never if _clashes(b, target, message)]
-    if not clashing:
-        return False, []
-    steps = ", ".join(sorted(b.step_id or b.step for b in clashing))
-    conflict = Conflict(
-        topic=f"ambition:{target}",
-        winner="stability",
-        overruled="persona",
-        rule="safety_over_ambition",
-        detail=f"stretch on {target} dropped: blocked steps in play ({steps})",
-    )
-    return True, [conflict]
-
-
-def evidence_over_guess_follow_through(
-    goal_id: str, pred: FollowThroughPrediction | None, persona: PersonaResult | None
-) -> tuple[int | None, list[Conflict]]:
-    """Shadow's follow-through for the focus goal, resting on reports, beats
-    Persona's guess when they differ by FOLLOW_THROUGH_GAP points or more. The value:
-    the number the sheet uses (Shadow's when it rests on evidence, else none)."""
-    observed = pred.probability if pred is not None and pred.evidence else None
-    guess = persona.payload.follow_through_pct if persona is not None else None
-    if (
-        pred is None
-        or pred.evidence < 1
-        or guess is None
-        or abs(guess - pred.probability) < FOLLOW_THROUGH_GAP
-    ):
-        return observed, []
-    conflict = Conflict(
-        topic="follow_through",
-        winner="shadow",
-        overruled="persona",
-        rule="evidence_over_guess",
-        detail=(
-            f"{goal_id}: observed {pred.probability}% from "
-            f"{pred.evidence} reports vs persona's {guess:.0f}% "
-            f"({persona.payload.follow_through_basis if persona else 'n/a'})"
-        ),
-    )
-    return observed, [conflict]
-
-
-def evidence_over_guess_ambition(
-    target: str, pattern: PatternClass | None, shadow: ShadowResult | None
-) -> tuple[bool, list[Conflict]]:
-    """The pattern named this turn (one that argues against stretching) or an
-    avoided goal beats Persona's stretch on ``target``. The value: whether the
-    stretch is dropped."""
-    if shadow is None or not (
-        pattern in _AGAINST_STRETCH or target in shadow.payload.avoided_goals
-    ):
-        return False, []
-    conflict = Conflict(
-        topic=f"ambition:{target}",
-        winner="shadow",
-        overruled="persona",
-        rule="evidence_over_guess",
-        detail=(
-            f"stretch on {target} dropped: observed "
-            f"{pattern.value if pattern else 'avoidance of this goal'}"
-        ),
-    )
-    return True, [conflict]
 
 
 def build_sheet(
@@ -580,13 +414,6 @@ def build_sheet(
 
 
 # --------------------------------------------------------------------------- render / validate
-
-
-_SAFETY_MODE_NAMES = {
-    "crisis": "crisis screen",
-    "care": "check-in after a crisis",
-    "check_in": "check-in on an uncertain crisis screen",
-}
 
 
 def _resources(

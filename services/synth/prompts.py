@@ -20,8 +20,8 @@ class Prose(BaseModel):
     """The LLM's answer: the final reply as one text.
 
     The model writes it as plain text, not as JSON: Synth streams the reply to the
-    user sentence by sentence while it is written (coachbus.delta), and plain text
-    can be cut at sentence ends as it arrives, where a JSON string would have to be
+    user sentence by sentence while it is written (coachbus.reply_stream), and plain
+    text can be cut at sentence ends as it arrives, where a JSON string would have to be
     unescaped incrementally (and a model that drifts out of its JSON would leave
     half a sentence unusable). The router still sees this model: the streaming
     client wraps the finished text in it, so its length bound holds as before.

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from coachbus import content as C
+from coachbus import content
 from coachbus.content.phrases import DOMAIN, NONE, keyed, phrase, variants
 from coachbus.contracts.payloads import (
     CoachingStrategy,
@@ -32,7 +32,6 @@ from coachbus.contracts.payloads import (
 from coachbus.safety import CATALOGUE, after_denial_reply, check_in_reply, crisis_reply
 from coachbus.text import DOMAIN_ORDER, Phrase, domain_label, find_markers, pick, word_count
 
-S = CoachingStrategy
 _PKG = "services.synth.content"
 
 # --------------------------------------------------------------------------- per-domain content
@@ -48,13 +47,13 @@ class DomainSteps:
     stretch: Phrase  # raising the bar when things go well
 
 
-def _domain_steps(doc: C.Doc, value: object, at: str) -> DomainSteps:
+def _domain_steps(doc: content.Doc, value: object, at: str) -> DomainSteps:
     fields = ("if_then", "anchor", "rough", "stretch")
     found = keyed(doc, value, at, fields, phrase)
     return DomainSteps(*(found[f] for f in fields))
 
 
-_STEPS_DOC = C.read(_PKG, "domain_steps.toml")
+_STEPS_DOC = content.read(_PKG, "domain_steps.toml")
 _domains = dict(_STEPS_DOC.raw)
 GENERIC_STEPS = _domain_steps(_STEPS_DOC, _domains.pop("generic", None), "generic")
 # Domains without steps of their own (none yet for music, mindfulness, substances)
@@ -70,18 +69,18 @@ def _steps(domain: str | None) -> DomainSteps:
 
 # --------------------------------------------------------------------------- sentence library
 
-_DOC = C.read(_PKG, "render.toml")
+_DOC = content.read(_PKG, "render.toml")
 _GROUPS = (
     *("ack", "safety", "pattern", "quote_back", "follow_through", "step", "stretch"),
     *("reframe", "question", "care"),
 )
-C.only(_DOC, _DOC.raw, _GROUPS, "")
+content.only(_DOC, _DOC.raw, _GROUPS, "")
 _PATTERNS = tuple(p.value for p in PatternClass)
 _STRATEGIES = tuple(s.value for s in CoachingStrategy)
 
 
 def _group(name: str) -> dict[str, object]:
-    return C.table(_DOC, _DOC.raw.get(name), name)
+    return content.table(_DOC, _DOC.raw.get(name), name)
 
 
 _acks = dict(_group("ack"))
@@ -97,7 +96,7 @@ _ack = keyed(
 ACK: dict[TurnSignal, tuple[Phrase, ...]] = {s: _ack[s.value] for s in TurnSignal}
 
 _safety = _group("safety")
-C.only(_DOC, _safety, ("intro", "safer", "safer_more", "question"), "safety")
+content.only(_DOC, _safety, ("intro", "safer", "safer_more", "question"), "safety")
 _intro = keyed(_DOC, _safety.get("intro"), "safety.intro", ("venture", "health"), variants)
 SAFETY_INTRO = _intro["venture"]
 # Health-related blocks (medication, injury, diet, sleep) need a different opening
@@ -106,7 +105,7 @@ SAFETY_INTRO_HEALTH = _intro["health"]
 SAFER = phrase(_DOC, _safety.get("safer"), "safety.safer", DOMAIN | {"safer"})
 SAFER_MORE = phrase(_DOC, _safety.get("safer_more"), "safety.safer_more", DOMAIN | {"safer"})
 # The closing question by the first blocked step, else the generic one.
-_questions = dict(C.table(_DOC, _safety.get("question"), "safety.question"))
+_questions = dict(content.table(_DOC, _safety.get("question"), "safety.question"))
 SAFETY_QUESTION = phrase(_DOC, _questions.pop("generic", None), "safety.question.generic")
 SAFETY_QUESTIONS: dict[str, Phrase] = keyed(
     _DOC, _questions, "safety.question", CATALOGUE, phrase, every=False
@@ -127,7 +126,7 @@ _follow = keyed(_DOC, _group("follow_through"), "follow_through", ("low", "high"
 FOLLOW_LOW, FOLLOW_HIGH = _follow["low"], _follow["high"]
 
 STEP_INTRO: dict[CoachingStrategy, Phrase] = {
-    S(k): v
+    CoachingStrategy(k): v
     for k, v in keyed(
         _DOC,
         _group("step"),
@@ -139,7 +138,8 @@ STEP_INTRO: dict[CoachingStrategy, Phrase] = {
 STRETCH = phrase(_DOC, _DOC.raw.get("stretch"), "stretch", DOMAIN | {"stretch"})
 
 QUESTION: dict[CoachingStrategy, tuple[Phrase, ...]] = {
-    S(k): v for k, v in keyed(_DOC, _group("question"), "question", _STRATEGIES, variants).items()
+    CoachingStrategy(k): v
+    for k, v in keyed(_DOC, _group("question"), "question", _STRATEGIES, variants).items()
 }
 
 # Reframes for cognitive reframing, by pattern (first-person-free, register-neutral);
@@ -165,12 +165,12 @@ def _domain(sheet: DecisionSheet) -> str | None:
 
 def _step(sheet: DecisionSheet, domain: str | None) -> Phrase:
     steps = _steps(domain)
-    st = sheet.strategy
-    if st is S.IMPLEMENTATION_INTENTIONS:
+    strategy = sheet.strategy
+    if strategy is CoachingStrategy.IMPLEMENTATION_INTENTIONS:
         return steps.if_then
-    if st is S.HABIT_STACKING:
+    if strategy is CoachingStrategy.HABIT_STACKING:
         return steps.anchor
-    if st is S.COGNITIVE_REFRAMING:
+    if strategy is CoachingStrategy.COGNITIVE_REFRAMING:
         return REFRAME[sheet.pattern if sheet.pattern in REFRAME else None]
     return steps.rough
 
@@ -210,23 +210,25 @@ def parts(sheet: DecisionSheet) -> list[_Part]:
             safer = spec.safer.get(lang, reg) if spec else b.safer_alternative
             if not safer:
                 continue
-            ph = SAFER if i == 0 else SAFER_MORE
-            out.append(_Part(f"safer{i}", ph.fill(lang, reg, label, safer=safer), True))
+            template = SAFER if i == 0 else SAFER_MORE
+            out.append(_Part(f"safer{i}", template.fill(lang, reg, label, safer=safer), True))
 
     # Pattern observation, with the user's own earlier words when they are short.
     if sheet.pattern is not None and sheet.pattern in PATTERN:
         out.append(_Part("pattern", PATTERN[sheet.pattern].fill(lang, reg, label), False))
-        q = sheet.pattern_evidence
-        if q and len(q) <= 110:
-            out.append(_Part("quote", QUOTE_BACK.fill(lang, reg, label, quote=q.rstrip()), False))
+        quote = sheet.pattern_evidence
+        if quote and len(quote) <= 110:
+            out.append(
+                _Part("quote", QUOTE_BACK.fill(lang, reg, label, quote=quote.rstrip()), False)
+            )
 
     # Follow-through, said plainly only when the evidence is clear either way.
-    ft = sheet.focus_goal.follow_through if sheet.focus_goal else None
-    if ft is not None and sheet.mode == "coach" and not sheet.gentle:
+    follow_through = sheet.focus_goal.follow_through if sheet.focus_goal else None
+    if follow_through is not None and sheet.mode == "coach" and not sheet.gentle:
         # Never deflate a progress report with a low forecast; name it on other turns.
-        if ft < 35 and sheet.signal is not TurnSignal.PROGRESS:
+        if follow_through < 35 and sheet.signal is not TurnSignal.PROGRESS:
             out.append(_Part("follow", FOLLOW_LOW.get(lang, reg), False))
-        elif ft >= 70:
+        elif follow_through >= 70:
             out.append(_Part("follow", FOLLOW_HIGH.get(lang, reg), False))
 
     # The concrete step (not while the user is weighing a risky move: the safer path
@@ -243,11 +245,11 @@ def parts(sheet: DecisionSheet) -> list[_Part]:
     # Close with one question (autonomy-supportive), unless the step already asks one.
     if sheet.mode == "safety":
         first = current[0].step_id if current else ""
-        q_safe = SAFETY_QUESTIONS.get(first, SAFETY_QUESTION)
-        out.append(_Part("question", q_safe.get(lang, reg), True))
-    elif sheet.strategy is not S.MOTIVATIONAL_INTERVIEWING:
-        q_ph = pick(QUESTION[sheet.strategy], seed, 3)
-        out.append(_Part("question", q_ph.get(lang, reg), False))
+        closing = SAFETY_QUESTIONS.get(first, SAFETY_QUESTION)
+        out.append(_Part("question", closing.get(lang, reg), True))
+    elif sheet.strategy is not CoachingStrategy.MOTIVATIONAL_INTERVIEWING:
+        closing = pick(QUESTION[sheet.strategy], seed, 3)
+        out.append(_Part("question", closing.get(lang, reg), False))
     return out
 
 

@@ -31,7 +31,7 @@ from coachbus.topics import AGENT_TOPICS, Topic
 # Every consumer may dead-letter (the runtime does it for records that do not parse)
 # and escalate to a human (the LLM router does it).
 _CONSUMER_WRITES = frozenset({Topic.DLQ, Topic.HUMAN_REVIEW})
-# An owner of user state confirms each erase after its tombstones (bus.service).
+# An owner of user state confirms each erase after its tombstones (bus.service_state).
 _OWNER_WRITES = frozenset({Topic.ERASE_CONFIRMATIONS})
 # Every process tails the erase watermarks (bus.erasure) to drop erased users' records.
 _EVERYONE_READS = frozenset({Topic.ERASURES})

@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         evaluate = importlib.import_module("evaluation.cli")
         return int(evaluate.main(argv[1:]))
     if argv[:1] == ["replay"]:
-        from coachbus.replay import main as replay
+        from coachbus.replay.command import main as replay
 
         return replay(argv[1:])
     if argv[:1] == ["chat"]:

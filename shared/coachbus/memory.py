@@ -27,8 +27,8 @@ from coachbus.contracts import UserMessage, utcnow
 from coachbus.contracts.payloads import PersonaPayload, ShadowPayload
 from coachbus.contracts.state import StateRecord
 from coachbus.llm.prompt import PromptContext
-from coachbus.reference import REFERENCE
 from coachbus.text import extract_goals, sentences
+from coachbus.vocabulary import VOCABULARY
 
 EXCHANGE_CHARS = 400  # per side of one remembered exchange
 RECENT_EXCHANGES = 4  # of the current session, verbatim
@@ -44,7 +44,7 @@ BRIEFING = (
     "said; never invent facts about them; never give medical, legal or financial "
     "instructions; safety always comes before ambition.\n\n"
     # The shared vocabulary: identical for every agent, so it is part of the prefix.
-    f"## Reference\n{REFERENCE}"
+    f"## Reference\n{VOCABULARY}"
 )
 
 

@@ -145,7 +145,7 @@ class CoachbusSettings(BaseSettings):
     turn_cache_turns: int = Field(default=10_000, ge=1)
     turn_cache_mb: int = Field(default=64, ge=1)
     # Every service hands freed heap memory back to the OS this often (see
-    # coachbus.heap); 0 turns it off.
+    # coachbus.memory_trim); 0 turns it off.
     malloc_trim_s: float = Field(default=10.0, ge=0)
     # Per API key: sustained messages per minute (bursts up to the same number).
     rate_limit_per_minute: int = Field(default=60, ge=1)

@@ -89,7 +89,7 @@ async def test_bad_input_goes_to_dlq_and_consumer_keeps_going(
     try:
         # As the app does: startup first (the views, the erase watermarks every
         # record is judged by), then the consumers.
-        await runtime._startup()
+        await runtime.startup()
         await runtime.broker.start()
         for body in bad_bodies:
             await producer.send_and_wait(inputs, body, key=b"u1")
@@ -100,7 +100,7 @@ async def test_bad_input_goes_to_dlq_and_consumer_keeps_going(
         ]
         results = await _read_all(kafka_bootstrap, runtime.topic(Topic.SHADOW), 1)
     finally:
-        await runtime._shutdown()
+        await runtime.shutdown()
         await runtime.broker.stop()
         await producer.stop()
     assert handled == [good.turn_id]

@@ -6,16 +6,16 @@ import asyncio
 import json
 import uuid
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import jsonschema
 import pytest
 import pytest_asyncio
 
 from coachbus.llm.sim import SimConfig
-from coachbus.replay import assemble, guard, main, save
+from coachbus.replay.command import main
+from coachbus.replay.record import save
+from tests.fixtures.recording import recording
 from tests.shared.llm.simserver import serve_in_background
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
@@ -23,69 +23,6 @@ pytestmark = [pytest.mark.broker, pytest.mark.slow]
 SCHEMA = json.loads(
     (Path(__file__).resolve().parents[2] / "docs" / "replay.schema.json").read_text("utf-8")
 )
-
-
-def _message(user: str, n: int, text: str, at: datetime) -> dict[str, Any]:
-    return {
-        "schema_version": 2,
-        "turn_id": f"rec-{user}-{n}",
-        "session_id": f"{user}-s",
-        "user_id": user,
-        "created_at": at.isoformat(),
-        "text": text,
-        "language": "en",
-        "address": None,
-    }
-
-
-def _stability(turn: str, user: str, crisis: str) -> dict[str, Any]:
-    return {
-        "turn_id": turn,
-        "user_id": user,
-        "tier": "deterministic",
-        "payload": {"crisis": {"category": crisis, "uncertain": False}, "blocked_steps": []},
-    }
-
-
-def _recording(user: str) -> list[tuple[str, dict[str, Any]]]:
-    t0 = datetime.now(UTC) - timedelta(hours=1)
-    texts = [
-        "I want to run three times a week this month.",
-        "Skipped my run again, scrolled on my phone instead.",
-        # Production caught a crisis here: a candidate must catch it too.
-        "I went for a short walk today and it felt fine.",
-    ]
-    lines: list[tuple[str, dict[str, Any]]] = []
-    for n, text in enumerate(texts):
-        msg = _message(user, n, text, t0 + timedelta(minutes=n))
-        lines.append(("user-messages", msg))
-        crisis = "suicidal_ideation" if n == 2 else "none"
-        lines.append(("agent.stability", _stability(msg["turn_id"], user, crisis)))
-        lines.append(("replies", {"turn_id": msg["turn_id"], "kind": "final", "text": "ok"}))
-    # An erased user's turns are never replayed.
-    gone = _message("gone", 0, "my private words", t0)
-    lines.append(("user-messages", gone))
-    lines.append(("erasures", {"user_id": "gone", "erased_at": (t0 + timedelta(1)).isoformat()}))
-    return lines
-
-
-def test_assemble_filters_users_time_limit_and_erased() -> None:
-    lines = _recording("ann")
-    turns = assemble(lines)
-    assert [t.turn_id for t in turns] == ["rec-ann-0", "rec-ann-1", "rec-ann-2"]
-    assert "gone" not in {t.user_id for t in turns}
-    assert [t.turn_id for t in assemble(lines, limit=1)] == ["rec-ann-0"]
-    assert assemble(lines, users=["nobody"]) == []
-    assert turns[2].results["stability"]["payload"]["crisis"]["category"] == "suicidal_ideation"
-
-
-def test_guard_names_missed_crises_and_leaks() -> None:
-    turns = [
-        {"turn_id": "a", "crisis": {"missed": True}, "leaked_steps": []},
-        {"turn_id": "b", "crisis": {"missed": False}, "leaked_steps": ["all_savings"]},
-        {"turn_id": "c", "crisis": {"missed": False}, "leaked_steps": []},
-    ]
-    assert guard(turns) == {"missed_crisis": ["a"], "leaked_steps": ["b"]}
 
 
 @pytest_asyncio.fixture
@@ -101,12 +38,12 @@ async def test_replay_from_a_file_then_from_its_sandbox_topics(
     kafka_bootstrap: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], llm: str
 ) -> None:
     user = f"ann{uuid.uuid4().hex[:6]}"
-    recording = tmp_path / "recording.jsonl"
-    save(_recording(user), recording)
+    saved = tmp_path / "recording.jsonl"
+    save(recording(user), saved)
     first = f"rp{uuid.uuid4().hex[:8]}."
     argv = [
         "--from-file",
-        str(recording),
+        str(saved),
         "--out",
         str(tmp_path / "one"),
         "--sandbox-bootstrap",

@@ -25,6 +25,7 @@ from services.coach import handlers as coach
 from services.persona import handlers as persona
 from services.shadow import handlers as shadow
 from services.stability import handlers as stability
+from services.synth import assemble
 from services.synth import handlers as synth
 from services.synth import logic as synth_logic
 from tests.fixtures.replay import results_for
@@ -110,7 +111,7 @@ def wire(monkeypatch: pytest.MonkeyPatch) -> Any:
         monkeypatch.setattr(runtime, "llm_settings", settings)
         monkeypatch.setattr(runtime, "tiers", Router(client=client, publish_human_review=review))
         monkeypatch.setattr(runtime, "publish", publish)
-        for store in runtime.stores:
+        for store in runtime.state.stores:
             monkeypatch.setattr(store, "_write", write)
             monkeypatch.setattr(store, "_records", {})
         return wired
@@ -156,11 +157,11 @@ async def test_synth_prose_from_the_model_when_it_passes_the_validator(wire: Any
     outcome.confidence = 0.5  # below the policy's bar: the model is asked
     # Synthesis is written as plain text, so it can be streamed sentence by sentence.
     w.script.answers = [GOOD_PROSE]
-    written = await synth.prose(msg, outcome)
+    written = (await synth.write_prose(msg, outcome)).decided
     assert written.tier == "small"
     # The reply opens with the rendering's first sentence, shown before the model's
     # first token, and the model's text continues it.
-    opening = synth.opening(outcome)
+    opening = assemble.opening(outcome, synth.runtime.settings.synth_opening)
     assert opening and outcome.text.startswith(opening)
     assert written.value == f"{opening} {GOOD_PROSE}"
     assert written.usage.llm_calls == 1
@@ -186,7 +187,7 @@ async def test_synth_prose_all_from_the_model_when_it_opens_itself(
     msg, outcome = _outcome("I want to build a startup one day, maybe next year.")
     outcome.confidence = 0.5
     w.script.answers = [GOOD_PROSE]
-    written = await synth.prose(msg, outcome)
+    written = (await synth.write_prose(msg, outcome)).decided
     assert written.tier == "small" and written.value == GOOD_PROSE
     deltas = [e for _, e in w.published if getattr(e, "kind", None) == "final_delta"]
     assert "".join(d.text for d in deltas) == GOOD_PROSE
@@ -201,9 +202,9 @@ async def test_synth_opening_then_every_attempt_failing_gives_the_rendering(wire
     msg, outcome = _outcome("I want to build a startup one day, maybe next year.")
     outcome.confidence = 0.5
     w.script.answers = ["Shadow and Persona looked at this together for you today."] * 6
-    written = await synth.prose(msg, outcome)
+    written = (await synth.write_prose(msg, outcome)).decided
     deltas = [e for _, e in w.published if getattr(e, "kind", None) == "final_delta"]
-    assert [d.text for d in deltas] == [synth.opening(outcome)]
+    assert [d.text for d in deltas] == [assemble.opening(outcome, "rendered")]
     assert written.tier == "deterministic" and written.value == outcome.text
 
 
@@ -217,7 +218,7 @@ async def test_synth_repairs_a_blocked_step_then_falls_back(wire: Any) -> None:
     bad = f"You should {marker} right away, that is the bold move you described here today."
     outcome.confidence = 0.5
     w.script.answers = [bad] * 6
-    written = await synth.prose(msg, outcome)
+    written = (await synth.write_prose(msg, outcome)).decided
     assert written.tier == "deterministic"
     assert written.fallback_reason is not None
     assert written.value == outcome.text
@@ -231,7 +232,7 @@ async def test_synth_crisis_reply_is_never_rewritten(wire: Any) -> None:
     msg, outcome = _outcome("I don't want to live anymore.")
     assert outcome.crisis_mode
     outcome.confidence = 0.1
-    written = await synth.prose(msg, outcome)
+    written = (await synth.write_prose(msg, outcome)).decided
     assert written.tier == "deterministic" and written.value == outcome.text
     assert w.script.bodies == []
 
@@ -240,7 +241,7 @@ async def test_synth_without_endpoint_makes_no_call(monkeypatch: pytest.MonkeyPa
     assert synth.runtime.llm is None or os.environ.get("COACHBUS_LLM_BASE_URL")
     msg, outcome = _outcome("I want to write every morning.")
     outcome.confidence = 0.1
-    written = await synth.prose(msg, outcome)
+    written = (await synth.write_prose(msg, outcome)).decided
     assert written.tier == "deterministic" and written.usage.llm_calls == 0
 
 

@@ -81,7 +81,7 @@ def test_every_agent_names_what_shadow_names() -> None:
 def test_every_reader_has_a_view_of_the_board_and_may_read_it(agent: str) -> None:
     handlers: Any = importlib.import_module(f"services.{agent}.handlers")
     assert handlers.boards.topic == handlers.runtime.topic(Topic.BLACKBOARD)
-    assert handlers.boards in handlers.runtime.views  # read-only: Shadow is the writer
+    assert handlers.boards in handlers.runtime.state.views  # read-only: Shadow is the writer
     assert Topic.BLACKBOARD in ACCESS[agent].reads
     assert Topic.BLACKBOARD not in ACCESS[agent].writes
 

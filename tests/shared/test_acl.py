@@ -38,8 +38,10 @@ def _wiring(service: str) -> tuple[set[Topic], set[Topic], bool]:
     """(writes, reads, has a consumer group) as the service's code declares them."""
     handlers: Any = importlib.import_module(f"services.{service}.handlers")
     runtime, router = handlers.runtime, handlers.router
-    writes = {_topic(s.topic) for s in runtime.stores}
-    reads = {_topic(s.topic) for s in runtime.stores} | {_topic(v.topic) for v in runtime.views}
+    writes = {_topic(s.topic) for s in runtime.state.stores}
+    reads = {_topic(s.topic) for s in runtime.state.stores} | {
+        _topic(v.topic) for v in runtime.state.views
+    }
     for pub in router.publishers:
         writes.add(_topic(pub.topic))
     for sub in router.subscribers:
@@ -57,7 +59,7 @@ def _wiring(service: str) -> tuple[set[Topic], set[Topic], bool]:
     grouped = bool(runtime.dispatchers)
     if grouped:  # the runtime dead-letters and escalates for every consumer
         writes |= {Topic.DLQ, Topic.HUMAN_REVIEW}
-    if runtime.stores:  # and an owner of state confirms erasures (bus.service)
+    if runtime.state.stores:  # and an owner of state confirms erasures (bus.service_state)
         writes.add(Topic.ERASE_CONFIRMATIONS)
     return writes, reads, grouped
 

@@ -123,7 +123,8 @@ def test_the_gateway_port_has_one_name_everywhere(monkeypatch: pytest.MonkeyPatc
     """COACHBUS_GATEWAY_PORT (the documented name) sets the gateway's port for
     ``faststream run`` without ``--port`` and for ``coachbus run`` (so ``make run``)."""
     import coachbus.embedded.stack as stack
-    from coachbus.bus.service import DEFAULT_PORTS, AgentRuntime
+    from coachbus.bus.app import DEFAULT_PORTS
+    from coachbus.bus.service import AgentRuntime
     from coachbus.cli import main
 
     monkeypatch.setenv("COACHBUS_GATEWAY_PORT", "8123")

@@ -363,6 +363,12 @@ class SheetGoal(_Model):
     RENAMED = _TOPIC_IS_DOMAIN
 
 
+# Synth's conflict rules (docs/mapping.md §4; services/synth/conflicts.py).
+ConflictRule = Literal[
+    "crisis_first", "safety_over_ambition", "safety_over_style", "evidence_over_guess"
+]
+
+
 class Conflict(_Model):
     """A disagreement between agents and how Synth resolved it: on the decision
     sheet and, unchanged, on the final Reply (the one model of it)."""
@@ -370,7 +376,7 @@ class Conflict(_Model):
     topic: str
     winner: AgentName
     overruled: AgentName
-    rule: str
+    rule: ConflictRule
     detail: str
 
 

@@ -170,7 +170,7 @@ class StackPorts:
 
     @classmethod
     def resolve(cls, config: StackConfig, env: dict[str, str]) -> StackPorts:
-        from coachbus.bus.service import DEFAULT_PORTS
+        from coachbus.bus.app import DEFAULT_PORTS
 
         settings = CoachbusSettings(**_coachbus_from(env))
         internal = config.gateway_internal_port

@@ -525,7 +525,7 @@ class Simulator:
     ) -> AsyncIterator[tuple[str, str]]:
         """The profile's server: KV admission, one prefill lane with the prefix
         cache, decode at the speed of the current batch (coachbus.llm.simprofile;
-        VirtualEngine is the same model on a virtual clock)."""
+        bench/virtual_clock.py is the same model on a virtual clock)."""
         scale = self.config.time_scale
         block = profile.kv_cache.block_tokens
         completion = len(plan.reasoning) + len(plan.pieces)

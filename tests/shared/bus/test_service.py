@@ -16,7 +16,9 @@ from typing import Any, Literal
 import pytest
 from faststream.kafka import KafkaMessage, KafkaRouter, TestKafkaBroker
 
-from coachbus.bus.service import AgentRuntime, AnsweredTurns, PartitionGate
+from coachbus.bus.consume import AnsweredTurns
+from coachbus.bus.service import AgentRuntime
+from coachbus.bus.service_state import PartitionGate
 from coachbus.contracts import (
     DeadLetter,
     EraseConfirmation,
@@ -109,8 +111,8 @@ async def harness() -> AsyncIterator[Harness]:
     async def on_session_end(end: SessionEnd) -> None:
         h.ended.append(end.session_id)
 
-    runtime.erase_hooks.append(on_erase)
-    runtime.session_end_hooks.append(on_session_end)
+    runtime.hooks.user_erased.append(on_erase)
+    runtime.hooks.session_ended.append(on_session_end)
 
     @runtime.broker.subscriber(runtime.topic(Topic.SHADOW))
     async def results(body: dict[str, Any], msg: KafkaMessage) -> None:
@@ -355,8 +357,8 @@ async def test_records_wait_for_partition_state_and_every_watermark() -> None:
         )
         await asyncio.sleep(0.1)
         assert answered == [], "handled before the partition's state was loaded"
-        runtime.gate.prepare({0})
-        runtime.gate.open({0})
+        runtime.state.gate.prepare({0})
+        runtime.state.gate.open({0})
         await asyncio.sleep(0.1)
         assert answered == [], "handled before every erase watermark was known"
         runtime.erasures.caught_up.set()

@@ -25,7 +25,7 @@ PATTERN_DEFINITIONS: dict[PatternClass, str] = {
 }
 
 
-def reference() -> str:
+def _vocabulary_text() -> str:
     patterns = "\n".join(f"- {p.value}: {d}" for p, d in PATTERN_DEFINITIONS.items())
     steps = "\n".join(f"- {sid}: {spec.step}" for sid, spec in sorted(CATALOGUE.items()))
     return (
@@ -36,4 +36,5 @@ def reference() -> str:
     )
 
 
-REFERENCE = reference()
+# The "Reference" section of the shared briefing (coachbus.memory.BRIEFING).
+VOCABULARY = _vocabulary_text()

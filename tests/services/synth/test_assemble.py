@@ -1,11 +1,12 @@
-"""Synth's completion of a stream that ended early (services.synth.handlers.complete):
-what the user read stays first, the deterministic rendering completes it."""
+"""How Synth assembles a streamed reply (services.synth.assemble): the rendering's
+first sentence opens the stream; a stream that ended early keeps what the user read
+first and the deterministic rendering completes it."""
 
 from __future__ import annotations
 
 import pytest
 
-from services.synth.handlers import complete
+from services.synth.assemble import complete, opening
 from services.synth.logic import SynthOutcome, synthesize, validate
 from tests.fixtures.agents import msg
 
@@ -39,3 +40,13 @@ def test_a_reply_already_at_its_budget_is_completed_with_nothing_more() -> None:
     assert validate(shown, outcome.sheet) == []
     # Not one sentence of the rendering fits after it: the shown text is the reply.
     assert complete(shown, outcome) == shown
+
+
+def test_the_stream_opens_with_the_renderings_first_sentence_only_when_asked() -> None:
+    outcome = _outcome()
+    first = opening(outcome, "rendered")
+    assert first and outcome.text.startswith(first) and first != outcome.text.strip()
+    assert opening(outcome, "model") == ""
+    # A rendering of one sentence has nothing to continue: no opening.
+    alone = outcome.model_copy(update={"text": "Thanks for telling me."})
+    assert opening(alone, "rendered") == ""

@@ -7,7 +7,7 @@ libraries instead of six (measured in bench/replay.py). The services are loaded
 by module name, so the shared library still imports no service; each keeps its own
 AgentRuntime, broker connection and consumer group exactly as in its own process.
 
-Run: ``python -m coachbus.embedded.together shadow persona plasticity stability coach
+Run: ``python -m coachbus.embedded.one_process shadow persona plasticity stability coach
 synth`` with the sandbox's environment (topic prefix, bootstrap, LLM); it prints
 ``ready`` once every agent consumes, and stops cleanly on SIGTERM or SIGINT.
 """
@@ -28,13 +28,13 @@ async def serve(names: list[str]) -> None:
     for name in names:
         if name not in AGENT_SERVICES:
             known = ", ".join(AGENT_SERVICES)
-            raise SystemExit(f"together: unknown agent {name!r}; known: {known}")
+            raise SystemExit(f"one_process: unknown agent {name!r}; known: {known}")
         handlers = importlib.import_module(f"services.{name}.handlers")
         handlers.runtime.include_router(handlers.router)
         runtimes.append(handlers.runtime)
     # As each app does: its startup (views, erase watermarks, hooks), then consumers.
     for runtime in runtimes:
-        await runtime._startup()
+        await runtime.startup()
     # All at once: each consumer's first group join waits out the broker's initial
     # rebalance delay (3 s on Tansu and Kafka's default), so one after another the
     # six agents took 18 s to start.
@@ -46,7 +46,7 @@ async def serve(names: list[str]) -> None:
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
     for runtime in reversed(runtimes):
-        await runtime._shutdown()
+        await runtime.shutdown()
         await runtime.broker.stop()
 
 

@@ -1,5 +1,5 @@
-"""The shared streaming machinery (coachbus.delta): Synth's sentence publisher, the
-per-sentence check, and StreamingLLM completing a stream that ended early."""
+"""The shared streaming machinery (coachbus.reply_stream): Synth's sentence publisher,
+the per-sentence check, and StreamingLLM completing a stream that ended early."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import pytest
 from pydantic import BaseModel
 
 from coachbus.contracts import Reply, Usage
-from coachbus.delta import SentencePublisher, StreamingLLM, partial_check
 from coachbus.llm import ChatRequest, ChatResult, EstimateCounter, OutputError
+from coachbus.reply_stream import SentencePublisher, StreamingLLM, partial_check
 
 pytestmark = pytest.mark.unit
 

@@ -340,9 +340,9 @@ class SentencePublisher:
 def _restates(sentence: str, opening: str) -> bool:
     """The sentence says the opening again: at least 80% of the words of the two
     (letters only, any case) are shared."""
-    a = set(re.findall(r"\w+", sentence.casefold()))
-    b = set(re.findall(r"\w+", opening.casefold()))
-    return bool(a and b) and len(a & b) / len(a | b) >= 0.8
+    said = set(re.findall(r"\w+", sentence.casefold()))
+    opened = set(re.findall(r"\w+", opening.casefold()))
+    return bool(said and opened) and len(said & opened) / len(said | opened) >= 0.8
 
 
 class StreamingLLM:
