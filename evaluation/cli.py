@@ -10,11 +10,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from coachbus.eval import conversations as conv
-from coachbus.eval import crisis
-from coachbus.eval.corpus import DEFAULT_DATA, SPLITS, CorpusError, load, load_raw, splits
-from coachbus.eval.html import render_html
-from evaluation import decisions
+from evaluation import conversations as conv
+from evaluation import crisis, decisions
+from evaluation.corpus import DEFAULT_DATA, SPLITS, CorpusError, load, load_raw, splits
+from evaluation.html import render_html
 
 CORPORA = ("crisis", *decisions.SCORERS)
 

@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from coachbus.eval.metrics import Binary, percentile, ratio, reliability
+from evaluation.metrics import Binary, percentile, ratio, reliability
 
 Raw = dict[str, Any]
 NONE = "none"
@@ -318,10 +318,10 @@ async def steps_with_router(
     found), a model's step kept only with the person's own words as evidence."""
     import asyncio
 
-    from coachbus.eval.tiers import candidate_router, item_budget
     from coachbus.llm import PromptBuilder
     from coachbus.memory import context_for
     from coachbus.safety import screen_steps
+    from evaluation.tiers import candidate_router, item_budget
     from services.stability import logic as stability
     from services.stability import prompts
 
@@ -400,9 +400,9 @@ async def patterns_with_router(
     import asyncio
 
     from coachbus.contracts.payloads import TIER_RANK
-    from coachbus.eval.tiers import candidate_router, item_budget
     from coachbus.llm import PromptBuilder
     from coachbus.memory import context_for
+    from evaluation.tiers import candidate_router, item_budget
     from services.shadow import logic as shadow
     from services.shadow import prompts
 

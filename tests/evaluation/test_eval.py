@@ -9,8 +9,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from coachbus.eval.corpus import CorpusError, load_raw
 from evaluation import cli as eval_cli
+from evaluation.corpus import CorpusError, load_raw
 from evaluation.decisions import SCORERS
 
 pytestmark = pytest.mark.unit

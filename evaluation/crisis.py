@@ -42,8 +42,8 @@ from coachbus.crisis import (
     is_crisis,
     worse,
 )
-from coachbus.eval.corpus import Item, Split
-from coachbus.eval.metrics import Binary, percentile, ratio, reliability, smoothed_accuracy
+from evaluation.corpus import Item, Split
+from evaluation.metrics import Binary, percentile, ratio, reliability, smoothed_accuracy
 
 # The split the confidences are measured on. Not dev: the rules are tuned on dev, so
 # every answer there is right and the screen would claim a certainty it does not
@@ -109,7 +109,7 @@ def deterministic(items: Sequence[Item]) -> list[Prediction]:
 
 
 def measure_calibration(predictions: Sequence[Prediction]) -> dict[str, float]:
-    """Laplace-smoothed accuracy per outcome (coachbus.eval.metrics.smoothed_accuracy)."""
+    """Laplace-smoothed accuracy per outcome (evaluation.metrics.smoothed_accuracy)."""
     return smoothed_accuracy((p.outcome, correct(p.item.label, p.screen)) for p in predictions)
 
 
@@ -375,9 +375,9 @@ def router_decider(
     """The risk_screen decision as Stability takes it: deterministic first, then the
     policy's LLM tiers when the screen is below the bar; the worse screen wins."""
     from coachbus.crisis import RISK_INSTRUCTIONS, RiskScreenCall
-    from coachbus.eval.tiers import candidate_router, item_budget
     from coachbus.llm import Message
     from coachbus.llm.prompt import instruction_override
+    from evaluation.tiers import candidate_router, item_budget
 
     _settings, client, router = candidate_router(
         base_url, small_model, strong_model, policy_file, timeout_s
