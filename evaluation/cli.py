@@ -14,6 +14,7 @@ from evaluation import conversations as conv
 from evaluation import crisis, decisions
 from evaluation.corpus import DEFAULT_DATA, SPLITS, CorpusError, load, load_raw, splits
 from evaluation.html import render_html
+from evaluation.tiers import Candidate
 
 CORPORA = ("crisis", *decisions.SCORERS)
 
@@ -58,6 +59,18 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _candidate(args: argparse.Namespace) -> Candidate:
+    return Candidate(
+        base_url=args.llm_base_url,
+        small_model=args.small_model,
+        strong_model=args.strong_model,
+        policy_file=args.policy,
+        timeout_s=args.timeout,
+        prompts_dir=args.prompts,
+        concurrency=args.concurrency,
+    )
+
+
 def _conversations(args: argparse.Namespace) -> dict[str, Any] | int:
     if args.calibrate and args.split != conv.CALIBRATION_SPLIT:
         print("coachbus eval: --calibrate reads the calibration split only", file=sys.stderr)
@@ -91,49 +104,25 @@ def _crisis(args: argparse.Namespace) -> dict[str, Any] | int:
     items = [
         i for s in splits("crisis", args.split, args.data) for i in load("crisis", s, args.data)
     ]
-    tiers = [crisis.TierReport("deterministic", crisis.deterministic(items))]
+    tiers = [crisis.deterministic(items)]
     if args.calibrate:
-        table = crisis.measure_calibration(tiers[0].predictions)
+        table = crisis.measure_calibration(tiers[0].answers)
         target = resources.files("coachbus.content").joinpath("crisis/calibration.toml")
         Path(str(target)).write_text(crisis.calibration_toml(table, len(items)), encoding="utf-8")
         print(f"wrote {target}")
         return 0
     if args.llm_base_url:
-        decide, close = crisis.router_decider(
-            args.llm_base_url,
-            args.small_model,
-            args.strong_model,
-            args.policy,
-            args.timeout,
-            args.prompts,
-        )
-
-        async def run() -> list[crisis.Prediction]:
-            try:
-                return await crisis.with_router(items, decide, args.concurrency)
-            finally:
-                await close()
-
-        tiers.append(crisis.TierReport("router", asyncio.run(run())))
+        tiers.append(asyncio.run(crisis.with_router(items, _candidate(args))))
     return crisis.report(args.split, tiers)
 
 
 def _decision(name: str, args: argparse.Namespace) -> dict[str, Any]:
     items = [i for s in splits(name, args.split, args.data) for i in load_raw(name, s, args.data)]
     listed = args.split == "dev"
-    tiers = {"deterministic": decisions.SCORERS[name](items).as_dict(list_items=listed)}
+    reports = [decisions.SCORERS[name](items)]
     if args.llm_base_url and name in decisions.ROUTED:
-        routed = decisions.ROUTED[name](
-            items,
-            args.llm_base_url,
-            args.small_model,
-            args.strong_model,
-            args.policy,
-            args.timeout,
-            args.prompts,
-            args.concurrency,
-        )
-        tiers["router"] = asyncio.run(routed).as_dict(list_items=listed)
+        reports.append(asyncio.run(decisions.ROUTED[name](items, _candidate(args))))
+    tiers = {r.tier: decisions.figures(r, list_items=listed) for r in reports}
     return {"corpus": name, "split": args.split, "tiers": tiers}
 
 

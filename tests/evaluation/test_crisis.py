@@ -22,7 +22,7 @@ def test_committed_calibration_is_what_the_calibration_split_measures() -> None:
     # Measured on the calibration split, which no rule is tuned on: on dev, where the
     # rules are fitted, every answer is right and the screen would claim certainty.
     items = load("crisis", evaluation.CALIBRATION_SPLIT, DATA)
-    measured = evaluation.measure_calibration(evaluation.deterministic(items))
+    measured = evaluation.measure_calibration(evaluation.deterministic(items).answers)
     assert crisis.calibration().confidence == measured, (
         "content/crisis/calibration.toml is stale: run `coachbus eval crisis --calibrate`"
     )
@@ -84,8 +84,7 @@ def test_heldout_floors_of_the_deterministic_tier() -> None:
     """People in crisis are offered help (recall) and ordinary messages are left
     alone (precision), on messages no rule was tuned on."""
     items = load("crisis", "heldout", DATA)
-    rep = evaluation.TierReport("deterministic", evaluation.deterministic(items))
-    flagged = rep.as_dict(list_items=False)["flagged"]
+    flagged = evaluation.figures(evaluation.deterministic(items), list_items=False)["flagged"]
     assert flagged["recall"] >= HELDOUT_FLOOR_RECALL, flagged
     assert flagged["precision"] >= HELDOUT_FLOOR_PRECISION, flagged
 

@@ -11,7 +11,7 @@ import pytest
 
 from evaluation import cli as eval_cli
 from evaluation.corpus import CorpusError, load_raw
-from evaluation.decisions import SCORERS
+from evaluation.decisions import SCORERS, figures
 
 pytestmark = pytest.mark.unit
 
@@ -33,7 +33,7 @@ FLOORS: dict[str, tuple[float, float]] = {
 
 @pytest.mark.parametrize("corpus", sorted(SCORERS))
 def test_heldout_floors(corpus: str) -> None:
-    rep = SCORERS[corpus](load_raw(corpus, "heldout", DATA)).as_dict(list_items=False)
+    rep = figures(SCORERS[corpus](load_raw(corpus, "heldout", DATA)), list_items=False)
     exact, f1 = FLOORS[corpus]
     assert rep["exact_match"] >= exact, rep
     assert rep["micro"]["f1"] >= f1, rep
