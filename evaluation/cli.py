@@ -33,7 +33,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--json", action="store_true", help="print the JSON report")
     p.add_argument("--html", type=Path, help="also write the report as one HTML page")
-    p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="folder of the corpora")
+    p.add_argument(
+        "--data",
+        type=Path,
+        default=DEFAULT_DATA,
+        help=f"folder of the labelled corpora (default: {DEFAULT_DATA}, from the repository "
+        "root; they are not installed with coachbus)",
+    )
     p.add_argument("--llm-base-url", help="an OpenAI-compatible endpoint (vLLM, llama.cpp)")
     p.add_argument("--small-model", default="Qwen/Qwen3-30B-A3B")
     p.add_argument("--strong-model", default="Qwen/Qwen3-235B-A22B")
@@ -71,6 +77,19 @@ def _candidate(args: argparse.Namespace) -> Candidate:
     )
 
 
+def _write_calibration(name: str, text: str) -> int:
+    """Rewrite a measured-confidence file of the content package: a step of working
+    on coachbus, done in a checkout (an installed package is usually read-only)."""
+    target = Path(str(resources.files("coachbus.content").joinpath(name)))
+    try:
+        target.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        print(f"coachbus eval: cannot write {target}: {exc.strerror}", file=sys.stderr)
+        return 2
+    print(f"wrote {target}")
+    return 0
+
+
 def _conversations(args: argparse.Namespace) -> dict[str, Any] | int:
     if args.calibrate and args.split != conv.CALIBRATION_SPLIT:
         print("coachbus eval: --calibrate reads the calibration split only", file=sys.stderr)
@@ -83,12 +102,9 @@ def _conversations(args: argparse.Namespace) -> dict[str, Any] | int:
     ]
     if args.calibrate:
         table = conv.measure_calibration(rows)
-        target = resources.files("coachbus.content").joinpath(
-            "crisis/conversation_calibration.toml"
+        return _write_calibration(
+            "crisis/conversation_calibration.toml", conv.calibration_toml(table, len(rows))
         )
-        Path(str(target)).write_text(conv.calibration_toml(table, len(rows)), encoding="utf-8")
-        print(f"wrote {target}")
-        return 0
     # Calibration and heldout items are never listed: only dev is looked at.
     return conv.report(args.split, rows, list_items=args.split == "dev")
 
@@ -107,10 +123,9 @@ def _crisis(args: argparse.Namespace) -> dict[str, Any] | int:
     tiers = [crisis.deterministic(items)]
     if args.calibrate:
         table = crisis.measure_calibration(tiers[0].answers)
-        target = resources.files("coachbus.content").joinpath("crisis/calibration.toml")
-        Path(str(target)).write_text(crisis.calibration_toml(table, len(items)), encoding="utf-8")
-        print(f"wrote {target}")
-        return 0
+        return _write_calibration(
+            "crisis/calibration.toml", crisis.calibration_toml(table, len(items))
+        )
     if args.llm_base_url:
         tiers.append(asyncio.run(crisis.with_router(items, _candidate(args))))
     return crisis.report(args.split, tiers)
@@ -147,6 +162,15 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"coachbus eval: --llm-base-url scores {sorted(routed)} only; the other "
             "decisions have no model tier in the eval yet",
+            file=sys.stderr,
+        )
+        return 2
+    if not args.data.is_dir():
+        # The corpora ship with the source repository, not with the package: an
+        # installed coachbus (a wheel, the image) has to be told where they are.
+        print(
+            f"coachbus eval: no labelled corpora at {args.data}; pass --data FOLDER "
+            f"(the {DEFAULT_DATA} folder of a coachbus checkout)",
             file=sys.stderr,
         )
         return 2

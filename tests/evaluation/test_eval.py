@@ -77,3 +77,13 @@ def test_a_corpus_line_with_wrong_keys_is_refused(tmp_path: Path) -> None:
     (tmp_path / "steps" / "dev.jsonl").write_text('{"id": "x", "text": "hi"}\n', encoding="utf-8")
     with pytest.raises(CorpusError, match="keys must be exactly"):
         load_raw("steps", "dev", tmp_path)
+
+
+def test_no_corpora_folder_is_one_line_naming_data(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # An installed coachbus has no corpora (they live in the repository): say where
+    # they go instead of failing on the first missing file.
+    assert eval_cli.main(["all", "--data", str(tmp_path / "nowhere")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--data" in err[0] and "nowhere" in err[0]
