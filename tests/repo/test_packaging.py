@@ -162,6 +162,11 @@ class Installed:
         )
 
 
+def _must(argv: list[str], *, timeout: float) -> None:
+    run = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    assert run.returncode == 0, f"{' '.join(argv)}\n{run.stdout}{run.stderr}"
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     base = tmp_path_factory.mktemp("packaging")
@@ -169,22 +174,17 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     cwd.mkdir()
     copy_as_the_image(source)
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
-    subprocess.run(
-        [*pip, "wheel", "--no-deps", "-q", "-w", str(wheels), str(source)],
-        check=True,
-        capture_output=True,
-        timeout=240,
-    )
+    # The build backend is installed in an isolated environment, as in the image.
+    _must([*pip, "wheel", "--no-deps", "-q", "-w", str(wheels), str(source)], timeout=240)
     (wheel,) = wheels.glob("coachbus-*.whl")
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    _must([sys.executable, "-m", "venv", "--without-pip", str(venv)], timeout=60)
     python = venv / "bin" / "python"
-    subprocess.run(
+    _must(
         [*pip, "--python", str(python), "install", "--no-deps", "--no-index", "-q", str(wheel)],
-        check=True,
-        capture_output=True,
         timeout=120,
     )
-    site = Path(sysconfig.get_path("purelib", vars={"base": str(venv), "platbase": str(venv)}))
+    where = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    site = Path(subprocess.check_output([str(python), "-c", where], text=True).strip())
     ours = dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])
     (site / "_coachbus_test_dependencies.pth").write_text("\n".join(ours) + "\n")
     env = {
