@@ -9,11 +9,14 @@ ARG PYTHON_VERSION=3.12
 FROM python:${PYTHON_VERSION}-slim-bookworm AS build
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
 WORKDIR /src
-# Only what the package build reads; the rest of the repo (tests, charts,
+# Only what the package build reads (every package pyproject.toml's find includes,
+# so every `coachbus` command works in the image; tests/repo/test_packaging.py builds
+# a wheel from exactly these COPY lines); the rest of the repo (tests, charts,
 # benchmarks) stays out of the layer, so editing it does not rebuild the image.
 COPY pyproject.toml README.md ./
 COPY shared ./shared
 COPY services ./services
+COPY evaluation ./evaluation
 RUN python -m venv /opt/coachbus \
  && /opt/coachbus/bin/pip install --upgrade pip \
  && /opt/coachbus/bin/pip install .

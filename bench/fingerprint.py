@@ -57,47 +57,31 @@ def _corpus_chain() -> Iterator[str]:
     from datetime import UTC, datetime, timedelta
 
     from coachbus.contracts.events import TurnBudget, UserMessage
-    from coachbus.contracts.state import Blackboard, PersonaProfile, SafetyState
-    from services.coach import logic as coach
-    from services.persona import logic as persona
-    from services.plasticity import logic as plasticity
-    from services.shadow import logic as shadow
-    from services.stability import logic as stability
-    from services.synth import logic as synth
-    from tests.fixtures.replay import results_for
+    from evaluation.chain import Chain
 
     folder = ROOT / "tests" / "data" / "eval" / "conversations"
     epoch = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
     for split in ("dev", "calibration", "heldout"):
         for line in (folder / f"{split}.jsonl").read_text(encoding="utf-8").splitlines():
             item = json.loads(line)
-            board: Blackboard | None = None
-            profile: PersonaProfile | None = None
-            safety: SafetyState | None = None
+            chain = Chain()
             texts = [t["text"] for t in item["turns"] if t["role"] == "user"]
             for n, text in enumerate(texts):
                 created = epoch + timedelta(minutes=2 * n)
                 deadline = created + timedelta(seconds=60)
-                msg = UserMessage(
-                    turn_id=f"{item['id']}-{n}",
-                    session_id=f"{item['id']}-s",
-                    user_id=f"{item['id']}-u",
-                    created_at=created,
-                    text=text,
-                    deadline_at=deadline,
-                    budget=TurnBudget(max_tokens=4_000, deadline_at=deadline),
+                step = chain.turn(
+                    UserMessage(
+                        turn_id=f"{item['id']}-{n}",
+                        session_id=f"{item['id']}-s",
+                        user_id=f"{item['id']}-u",
+                        created_at=created,
+                        text=text,
+                        deadline_at=deadline,
+                        budget=TurnBudget(max_tokens=4_000, deadline_at=deadline),
+                    )
                 )
-                prev_board, prev_profile = board, profile
-                c = coach.quick_reply(msg, prev_board, safety)
-                board, sp = shadow.observe(prev_board, msg)
-                profile, pp = persona.observe(prev_profile, prev_board, msg)
-                pl = plasticity.plan(prev_profile, msg, prev_board)
-                safety, st = stability.assess(safety, prev_board, msg)
-                results = results_for(
-                    msg, shadow_p=sp, persona_p=pp, plasticity_p=pl, stability_p=st, coach_p=c
-                )
-                yield "coach " + c.model_dump_json()
-                yield _render(msg.turn_id, synth.synthesize(msg, results, []))
+                yield "coach " + step.coach.model_dump_json()
+                yield _render(step.msg.turn_id, step.final)
 
 
 def _render(turn_id: str, final: object) -> str:

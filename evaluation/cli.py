@@ -10,11 +10,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from coachbus.eval import conversations as conv
-from coachbus.eval import crisis
-from coachbus.eval.corpus import DEFAULT_DATA, SPLITS, CorpusError, load, load_raw, splits
-from coachbus.eval.html import render_html
-from evaluation import decisions
+from evaluation import conversations as conv
+from evaluation import crisis, decisions
+from evaluation.corpus import DEFAULT_DATA, SPLITS, CorpusError, load, load_raw, splits
+from evaluation.html import render_html
+from evaluation.tiers import Candidate
 
 CORPORA = ("crisis", *decisions.SCORERS)
 
@@ -33,7 +33,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--json", action="store_true", help="print the JSON report")
     p.add_argument("--html", type=Path, help="also write the report as one HTML page")
-    p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="folder of the corpora")
+    p.add_argument(
+        "--data",
+        type=Path,
+        default=DEFAULT_DATA,
+        help=f"folder of the labelled corpora (default: {DEFAULT_DATA}, from the repository "
+        "root; they are not installed with coachbus)",
+    )
     p.add_argument("--llm-base-url", help="an OpenAI-compatible endpoint (vLLM, llama.cpp)")
     p.add_argument("--small-model", default="Qwen/Qwen3-30B-A3B")
     p.add_argument("--strong-model", default="Qwen/Qwen3-235B-A22B")
@@ -59,6 +65,31 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _candidate(args: argparse.Namespace) -> Candidate:
+    return Candidate(
+        base_url=args.llm_base_url,
+        small_model=args.small_model,
+        strong_model=args.strong_model,
+        policy_file=args.policy,
+        timeout_s=args.timeout,
+        prompts_dir=args.prompts,
+        concurrency=args.concurrency,
+    )
+
+
+def _write_calibration(name: str, text: str) -> int:
+    """Rewrite a measured-confidence file of the content package: a step of working
+    on coachbus, done in a checkout (an installed package is usually read-only)."""
+    target = Path(str(resources.files("coachbus.content").joinpath(name)))
+    try:
+        target.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        print(f"coachbus eval: cannot write {target}: {exc.strerror}", file=sys.stderr)
+        return 2
+    print(f"wrote {target}")
+    return 0
+
+
 def _conversations(args: argparse.Namespace) -> dict[str, Any] | int:
     if args.calibrate and args.split != conv.CALIBRATION_SPLIT:
         print("coachbus eval: --calibrate reads the calibration split only", file=sys.stderr)
@@ -71,12 +102,9 @@ def _conversations(args: argparse.Namespace) -> dict[str, Any] | int:
     ]
     if args.calibrate:
         table = conv.measure_calibration(rows)
-        target = resources.files("coachbus.content").joinpath(
-            "crisis/conversation_calibration.toml"
+        return _write_calibration(
+            "crisis/conversation_calibration.toml", conv.calibration_toml(table, len(rows))
         )
-        Path(str(target)).write_text(conv.calibration_toml(table, len(rows)), encoding="utf-8")
-        print(f"wrote {target}")
-        return 0
     # Calibration and heldout items are never listed: only dev is looked at.
     return conv.report(args.split, rows, list_items=args.split == "dev")
 
@@ -92,49 +120,24 @@ def _crisis(args: argparse.Namespace) -> dict[str, Any] | int:
     items = [
         i for s in splits("crisis", args.split, args.data) for i in load("crisis", s, args.data)
     ]
-    tiers = [crisis.TierReport("deterministic", crisis.deterministic(items))]
+    tiers = [crisis.deterministic(items)]
     if args.calibrate:
-        table = crisis.measure_calibration(tiers[0].predictions)
-        target = resources.files("coachbus.content").joinpath("crisis/calibration.toml")
-        Path(str(target)).write_text(crisis.calibration_toml(table, len(items)), encoding="utf-8")
-        print(f"wrote {target}")
-        return 0
-    if args.llm_base_url:
-        decide, close = crisis.router_decider(
-            args.llm_base_url,
-            args.small_model,
-            args.strong_model,
-            args.policy,
-            args.timeout,
-            args.prompts,
+        table = crisis.measure_calibration(tiers[0].answers)
+        return _write_calibration(
+            "crisis/calibration.toml", crisis.calibration_toml(table, len(items))
         )
-
-        async def run() -> list[crisis.Prediction]:
-            try:
-                return await crisis.with_router(items, decide, args.concurrency)
-            finally:
-                await close()
-
-        tiers.append(crisis.TierReport("router", asyncio.run(run())))
+    if args.llm_base_url:
+        tiers.append(asyncio.run(crisis.with_router(items, _candidate(args))))
     return crisis.report(args.split, tiers)
 
 
 def _decision(name: str, args: argparse.Namespace) -> dict[str, Any]:
     items = [i for s in splits(name, args.split, args.data) for i in load_raw(name, s, args.data)]
     listed = args.split == "dev"
-    tiers = {"deterministic": decisions.SCORERS[name](items).as_dict(list_items=listed)}
+    reports = [decisions.SCORERS[name](items)]
     if args.llm_base_url and name in decisions.ROUTED:
-        routed = decisions.ROUTED[name](
-            items,
-            args.llm_base_url,
-            args.small_model,
-            args.strong_model,
-            args.policy,
-            args.timeout,
-            args.prompts,
-            args.concurrency,
-        )
-        tiers["router"] = asyncio.run(routed).as_dict(list_items=listed)
+        reports.append(asyncio.run(decisions.ROUTED[name](items, _candidate(args))))
+    tiers = {r.tier: decisions.figures(r, list_items=listed) for r in reports}
     return {"corpus": name, "split": args.split, "tiers": tiers}
 
 
@@ -159,6 +162,15 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"coachbus eval: --llm-base-url scores {sorted(routed)} only; the other "
             "decisions have no model tier in the eval yet",
+            file=sys.stderr,
+        )
+        return 2
+    if not args.data.is_dir():
+        # The corpora ship with the source repository, not with the package: an
+        # installed coachbus (a wheel, the image) has to be told where they are.
+        print(
+            f"coachbus eval: no labelled corpora at {args.data}; pass --data FOLDER "
+            f"(the {DEFAULT_DATA} folder of a coachbus checkout)",
             file=sys.stderr,
         )
         return 2

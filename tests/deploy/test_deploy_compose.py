@@ -263,7 +263,7 @@ def test_dockerignore_keeps_secrets_and_venv_out() -> None:
     assert lines.count("*") == 1, "allow-list: exclude everything, then re-include"
     assert "**/.env" in lines
     included = {line[1:].rstrip("/") for line in lines if line.startswith("!")}
-    assert included == {"pyproject.toml", "README.md", "shared", "services"}
+    assert included == {"pyproject.toml", "README.md", "shared", "services", "evaluation"}
 
 
 # --- closed by default -----------------------------------------------------------------

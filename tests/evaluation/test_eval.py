@@ -9,9 +9,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from coachbus.eval.corpus import CorpusError, load_raw
 from evaluation import cli as eval_cli
-from evaluation.decisions import SCORERS
+from evaluation.corpus import CorpusError, load_raw
+from evaluation.decisions import SCORERS, figures
 
 pytestmark = pytest.mark.unit
 
@@ -35,7 +35,7 @@ FLOORS: dict[str, tuple[float, float]] = {
 
 @pytest.mark.parametrize("corpus", sorted(SCORERS))
 def test_heldout_floors(corpus: str) -> None:
-    rep = SCORERS[corpus](load_raw(corpus, "heldout", DATA)).as_dict(list_items=False)
+    rep = figures(SCORERS[corpus](load_raw(corpus, "heldout", DATA)), list_items=False)
     exact, f1 = FLOORS[corpus]
     assert rep["exact_match"] >= exact, rep
     assert rep["micro"]["f1"] >= f1, rep
@@ -79,3 +79,13 @@ def test_a_corpus_line_with_wrong_keys_is_refused(tmp_path: Path) -> None:
     (tmp_path / "steps" / "dev.jsonl").write_text('{"id": "x", "text": "hi"}\n', encoding="utf-8")
     with pytest.raises(CorpusError, match="keys must be exactly"):
         load_raw("steps", "dev", tmp_path)
+
+
+def test_no_corpora_folder_is_one_line_naming_data(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # An installed coachbus has no corpora (they live in the repository): say where
+    # they go instead of failing on the first missing file.
+    assert eval_cli.main(["all", "--data", str(tmp_path / "nowhere")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--data" in err[0] and "nowhere" in err[0]

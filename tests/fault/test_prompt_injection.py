@@ -28,8 +28,8 @@ from coachbus.llm import LLMSettings, Message, PromptBuilder, render_chatml
 from coachbus.memory import context_for, remember
 from coachbus.safety import CATALOGUE
 from coachbus.text import find_markers
+from evaluation.chain import results_for
 from tests.fault.conftest import by_event, post_turn
-from tests.fixtures.replay import results_for
 from tests.integration.conftest import RunningStack, events
 
 # What only Alice ever says: none of it may surface in Bob's turns.

@@ -21,6 +21,7 @@ from coachbus.contracts import HumanReviewRequest, Reply, TurnBudget, UserMessag
 from coachbus.contracts.payloads import CrisisCategory
 from coachbus.llm import LLMClient, LLMSettings, Router
 from coachbus.topics import Topic
+from evaluation.chain import results_for
 from services.coach import handlers as coach
 from services.persona import handlers as persona
 from services.shadow import handlers as shadow
@@ -28,7 +29,6 @@ from services.stability import handlers as stability
 from services.synth import assemble
 from services.synth import handlers as synth
 from services.synth import logic as synth_logic
-from tests.fixtures.replay import results_for
 
 pytestmark = pytest.mark.unit
 

@@ -7,8 +7,9 @@ import pytest
 from coachbus.contracts.events import AgentResultAdapter
 from coachbus.contracts.payloads import DecisionSheet, Risk
 from coachbus.contracts.state import Blackboard, PersonaProfile, SafetyState
+from evaluation.chain import results_for
 from tests.fixtures.conversation import USERS
-from tests.fixtures.replay import replay, results_for
+from tests.fixtures.replay import replay
 
 pytestmark = pytest.mark.unit
 

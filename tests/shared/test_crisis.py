@@ -1,23 +1,17 @@
-"""The crisis screen (coachbus.crisis) and its evaluation on labelled data."""
+"""The crisis screen (coachbus.crisis); its evaluation on labelled data is
+tests/evaluation/test_crisis.py."""
 
 from __future__ import annotations
-
-import json
-from pathlib import Path
 
 import pytest
 
 from coachbus import crisis
 from coachbus.contracts.payloads import CrisisCategory, CrisisScreen
-from coachbus.eval import crisis as evaluation
-from coachbus.eval.corpus import SPLITS, load, splits
 from coachbus.llm import Policy
-from evaluation import cli as eval_cli
 
 pytestmark = pytest.mark.unit
 
 C = CrisisCategory
-DATA = Path(__file__).resolve().parents[2] / "tests" / "data" / "eval"
 # The policy's bar for the risk_screen decision: an uncertain screen must be below it.
 BAR = Policy.load().for_kind("risk_screen").min_confidence
 
@@ -129,109 +123,8 @@ def test_a_model_claim_must_quote_the_message() -> None:
     assert crisis.check_claim(ok, "I don't want to be here anymore") == []
 
 
-# --------------------------------------------------------------------------- evaluation
-
-
-def test_committed_calibration_is_what_the_calibration_split_measures() -> None:
-    # Measured on the calibration split, which no rule is tuned on: on dev, where the
-    # rules are fitted, every answer is right and the screen would claim certainty.
-    items = load("crisis", evaluation.CALIBRATION_SPLIT, DATA)
-    measured = evaluation.measure_calibration(evaluation.deterministic(items))
-    assert crisis.calibration().confidence == measured, (
-        "content/crisis/calibration.toml is stale: run `coachbus eval crisis --calibrate`"
-    )
-
-
-def test_the_calibration_split_is_big_enough_and_covers_every_category() -> None:
-    cal = load("crisis", "calibration", DATA)
-    dev = load("crisis", "dev", DATA)
-    assert len(cal) >= 300
-    langs = {i.language for i in cal}
-    assert langs == {"en", "de"}
-    per_lang = {lang: sum(i.language == lang for i in cal) for lang in langs}
-    assert min(per_lang.values()) >= 0.4 * len(cal), per_lang  # about equally
-    for lang in langs:
-        have = {(i.label, i.category) for i in cal if i.language == lang}
-        assert have == {(i.label, i.category) for i in dev}, lang
-    assert all(i.item_id.startswith(f"crisis-calibration-{i.language}-") for i in cal)
-    # Its own items: none is a dev or heldout message (the split measures new text).
-    others = {i.text for s in ("dev", "heldout") for i in load("crisis", s, DATA)}
-    assert not others & {i.text for i in cal}
-
-
 def test_every_outcome_the_screen_can_give_has_a_measured_confidence() -> None:
     # An outcome the calibration split never produced would fall back to the lowest
     # confidence in the table (the uncertain bucket's): measured, not defaulted.
     kinds = {r.kind for r in crisis.rulebook().rules}
     assert kinds | {crisis.UNCERTAIN, crisis.CLEAN} <= set(crisis.calibration().confidence)
-
-
-def test_calibrate_reads_only_the_calibration_split(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    for split in ("dev", "heldout", "all"):
-        args = ["crisis", "--calibrate", "--split", split, "--data", str(DATA)]
-        assert eval_cli.main(args) == 2
-        assert "calibration split only" in capsys.readouterr().err
-
-
-def test_split_all_is_every_split_a_corpus_has(tmp_path: Path) -> None:
-    assert splits("crisis", "all", DATA) == SPLITS
-    (tmp_path / "steps").mkdir()
-    # A corpus without a calibration file still has "all" (dev and heldout).
-    assert splits("steps", "all", tmp_path) == ("dev", "heldout")
-    assert splits("steps", "calibration", tmp_path) == ("calibration",)
-
-
-def test_eval_cli_calibration_split_lists_no_items(capsys: pytest.CaptureFixture[str]) -> None:
-    # Its misses are never printed: nobody tunes on the split that measures confidence.
-    args = ["crisis", "--split", "calibration", "--json", "--data", str(DATA)]
-    assert eval_cli.main(args) == 0
-    rep = json.loads(capsys.readouterr().out)["corpora"]["crisis"]
-    assert rep["split"] == "calibration"
-    assert "misses" not in rep["tiers"]["deterministic"]
-
-
-# The deterministic tier's measured heldout figures, as floors (a ratchet): the
-# suite fails if a change makes the screen worse on messages no rule was tuned on.
-# The target is recall >= 0.98 and precision >= 0.90; the rules do not reach it yet
-# (recall is short; see docs/eval.md), and these floors only ever go up. Measured:
-# recall 0.800, precision 0.906.
-HELDOUT_FLOOR_RECALL = 0.80
-HELDOUT_FLOOR_PRECISION = 0.90
-
-
-def test_heldout_floors_of_the_deterministic_tier() -> None:
-    """People in crisis are offered help (recall) and ordinary messages are left
-    alone (precision), on messages no rule was tuned on."""
-    items = load("crisis", "heldout", DATA)
-    rep = evaluation.TierReport("deterministic", evaluation.deterministic(items))
-    flagged = rep.as_dict(list_items=False)["flagged"]
-    assert flagged["recall"] >= HELDOUT_FLOOR_RECALL, flagged
-    assert flagged["precision"] >= HELDOUT_FLOOR_PRECISION, flagged
-
-
-def test_eval_cli_json_report(capsys: pytest.CaptureFixture[str]) -> None:
-    assert eval_cli.main(["crisis", "--split", "heldout", "--json", "--data", str(DATA)]) == 0
-    rep = json.loads(capsys.readouterr().out)["corpora"]["crisis"]
-    tier = rep["tiers"]["deterministic"]
-    assert rep["split"] == "heldout"
-    assert "misses" not in tier  # heldout items are never listed
-    assert set(tier["by_language"]) == {"en", "de"}
-    assert tier["by_category"]["figurative"]["false_alarm_rate"] is not None
-    assert tier["confusion"]["predicted"][-1] == "uncertain"
-    assert tier["reliability"]["ece"] is not None
-    assert tier["carried_by"] == {"deterministic": tier["items"]}
-
-
-def test_eval_cli_floor_fails_the_run(capsys: pytest.CaptureFixture[str]) -> None:
-    code = eval_cli.main(["crisis", "--data", str(DATA), "--min-recall", "1.01"])
-    assert code == 1
-    assert "below the floor" in capsys.readouterr().err
-
-
-def test_eval_cli_names_a_missing_corpus(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    assert eval_cli.main(["crisis", "--data", str(tmp_path)]) == 2
-    assert "no corpus file" in capsys.readouterr().err

@@ -17,8 +17,8 @@ import pytest
 
 from coachbus import crisis
 from coachbus import normalize as norm
-from coachbus.eval.corpus import SPLITS, load
 from coachbus.llm import prompt
+from evaluation.corpus import SPLITS, load
 
 pytestmark = pytest.mark.unit
 

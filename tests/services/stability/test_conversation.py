@@ -10,7 +10,7 @@ import pytest
 from coachbus.contracts.events import TurnBudget, UserMessage
 from coachbus.contracts.payloads import CrisisCategory
 from coachbus.contracts.state import SafetyState
-from coachbus.eval import conversations as conv
+from evaluation import conversations as conv
 from services.coach.logic import quick_reply
 from services.stability.logic import assess
 from tests.fixtures.agents import msg

@@ -13,6 +13,7 @@ from coachbus.contracts.payloads import (
     DecisionSheet,
     SheetTone,
 )
+from evaluation.chain import results_for
 from services.coach.logic import quick_reply
 from services.persona.logic import observe as persona_observe
 from services.plasticity.logic import plan
@@ -20,7 +21,6 @@ from services.shadow.logic import observe as shadow_observe
 from services.stability.logic import assess
 from services.synth.logic import build_sheet, render, synthesize, validate
 from tests.fixtures.agents import msg
-from tests.fixtures.replay import results_for
 
 pytestmark = pytest.mark.unit
 

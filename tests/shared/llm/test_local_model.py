@@ -119,7 +119,7 @@ async def test_eval_crisis_with_the_real_model_beside_the_rules(
     from importlib import resources
 
     from evaluation import cli as eval_cli
-    from tests.shared.llm.test_eval_crisis import ITEMS, _corpus
+    from tests.evaluation.test_router_tiers import ITEMS, _corpus
 
     # The two uncertain screens (English, German) and a figurative one: enough to
     # show the model was reached; every item is a real model call on 2 cores.

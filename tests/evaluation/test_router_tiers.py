@@ -1,4 +1,5 @@
-"""``coachbus eval crisis --llm-base-url``: the router's tiers scored beside the rules."""
+"""``coachbus eval --llm-base-url``: the router's tiers scored beside the rules (crisis,
+steps, patterns)."""
 
 from __future__ import annotations
 

@@ -23,12 +23,9 @@ reported side by side with the deterministic tier alone.
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections import Counter, defaultdict
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from coachbus.contracts.payloads import CrisisCategory, CrisisScreen
@@ -36,14 +33,19 @@ from coachbus.crisis import (
     CLEAN,
     RISK_INSTRUCTIONS,
     UNCERTAIN,
+    RiskScreenCall,
     assess,
     check_claim,
     claim_screen,
     is_crisis,
     worse,
 )
-from coachbus.eval.corpus import Item, Split
-from coachbus.eval.metrics import Binary, percentile, ratio, reliability, smoothed_accuracy
+from coachbus.llm import Message
+from coachbus.llm.prompt import instruction_override
+from evaluation.corpus import Item, Split
+from evaluation.metrics import Binary, fmt, ratio, reliability, smoothed_accuracy
+from evaluation.results import Answer, Report
+from evaluation.tiers import Candidate, RouterTier, run_router, run_rules, spent
 
 # The split the confidences are measured on. Not dev: the rules are tuned on dev, so
 # every answer there is right and the screen would claim a certainty it does not
@@ -54,27 +56,38 @@ LABELS = tuple(c.value for c in CrisisCategory)
 PREDICTED = (*LABELS, UNCERTAIN)
 
 
-@dataclass(frozen=True, slots=True)
-class Prediction:
-    """One tier's answer for one item."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Prediction(Answer[Item]):
+    """One tier's answer for one item, with the screen it gave and the outcome that
+    gave it (a rule kind, "uncertain", "clean", or "tier:<tier>" from a model)."""
 
-    item: Item
     screen: CrisisScreen
-    outcome: str  # a rule kind, "uncertain", "clean", or "model:<tier>"
-    tier: str
-    latency_s: float = 0.0
-    tokens: int = 0
-    stop_reason: str | None = None
+    outcome: str
 
     @property
     def flagged(self) -> bool:
         return is_crisis(self.screen) or self.screen.uncertain
 
     @property
-    def predicted(self) -> str:
-        if self.screen.uncertain and not is_crisis(self.screen):
-            return UNCERTAIN
-        return self.screen.category.value
+    def answer(self) -> str:
+        """The column of the confusion table: the category, or "uncertain"."""
+        (only,) = self.predicted
+        return only
+
+
+def predict(item: Item, screen: CrisisScreen, outcome: str, **cost: Any) -> Prediction:
+    """A screen as an answer: its category (or "uncertain") against the label;
+    ``cost``: the tier, tokens and stop reason where a model was asked."""
+    answer = UNCERTAIN if screen.uncertain and not is_crisis(screen) else screen.category.value
+    return Prediction(
+        item=item,
+        predicted=frozenset({answer}),
+        expected=frozenset({item.label}),
+        confidence=screen.confidence,
+        screen=screen,
+        outcome=outcome,
+        **cost,
+    )
 
 
 def correct(gold_label: str, screen: CrisisScreen) -> bool:
@@ -88,28 +101,19 @@ def correct(gold_label: str, screen: CrisisScreen) -> bool:
     return gold_label == CrisisCategory.NONE.value
 
 
-def deterministic(items: Sequence[Item]) -> list[Prediction]:
-    out: list[Prediction] = []
-    for item in items:
-        started = time.perf_counter()
+def deterministic(items: Sequence[Item]) -> Report[Prediction]:
+    def answer(_n: int, item: Item) -> Prediction:
         finding = assess(item.text)
-        out.append(
-            Prediction(
-                item=item,
-                screen=finding.screen(),
-                outcome=finding.outcome,
-                tier="deterministic",
-                latency_s=time.perf_counter() - started,
-            )
-        )
-    return out
+        return predict(item, finding.screen(), finding.outcome)
+
+    return run_rules(items, answer)
 
 
 # --------------------------------------------------------------------------- calibration
 
 
 def measure_calibration(predictions: Sequence[Prediction]) -> dict[str, float]:
-    """Laplace-smoothed accuracy per outcome (coachbus.eval.metrics.smoothed_accuracy)."""
+    """Laplace-smoothed accuracy per outcome (evaluation.metrics.smoothed_accuracy)."""
     return smoothed_accuracy((p.outcome, correct(p.item.label, p.screen)) for p in predictions)
 
 
@@ -139,98 +143,79 @@ class _Group:
     positives: int = 0
 
 
-@dataclass(slots=True)
-class TierReport:
-    name: str
-    predictions: list[Prediction] = field(default_factory=list)
-
-    def as_dict(self, *, list_items: bool) -> dict[str, Any]:
-        preds = self.predictions
-        flagged = Binary()
-        by_language: dict[str, Binary] = defaultdict(Binary)
-        by_category: dict[str, _Group] = defaultdict(_Group)
-        by_label = {label: Binary() for label in LABELS if label != "none"}
-        confusion = {g: dict.fromkeys(PREDICTED, 0) for g in LABELS}
-        carried: Counter[str] = Counter()
-        for p in preds:
-            gold = p.item.label != "none"
-            flagged.add(gold, p.flagged)
-            by_language[p.item.language].add(gold, p.flagged)
-            grp = by_category[p.item.category]
-            grp.n += 1
-            grp.flagged += p.flagged
-            grp.positives += gold
-            for label, b in by_label.items():
-                b.add(p.item.label == label, p.screen.category.value == label)
-            confusion[p.item.label][p.predicted] += 1
-            carried[p.tier] += 1
-        categories: dict[str, dict[str, Any]] = {}
-        for cat, grp in sorted(by_category.items()):
-            row: dict[str, Any] = {"n": grp.n, "flagged": grp.flagged}
-            if grp.positives == grp.n:
-                row["recall"] = ratio(grp.flagged, grp.n)
-            elif grp.positives == 0:
-                row["false_alarm_rate"] = ratio(grp.flagged, grp.n)
-            categories[cat] = row
-        latencies = [p.latency_s * 1000 for p in preds]
-        out: dict[str, Any] = {
-            "items": len(preds),
-            "flagged": flagged.as_dict(),
-            "by_language": {k: v.as_dict() for k, v in sorted(by_language.items())},
-            "by_category": categories,
-            "by_label": {k: v.as_dict() for k, v in by_label.items()},
-            "confusion": {"predicted": list(PREDICTED), "rows": confusion},
-            "reliability": reliability(
-                [(p.screen.confidence, correct(p.item.label, p.screen)) for p in preds]
-            ),
-            "latency_ms": {
-                "p50": _round(percentile(latencies, 50)),
-                "p95": _round(percentile(latencies, 95)),
-            },
-            "tokens": sum(p.tokens for p in preds),
-            "carried_by": dict(sorted(carried.items())),
-            "stop_reasons": dict(
-                sorted(Counter(p.stop_reason for p in preds if p.stop_reason).items())
-            ),
-        }
-        if list_items:
-            out["misses"] = [
-                {
-                    "id": p.item.item_id,
-                    "text": p.item.text,
-                    "label": p.item.label,
-                    "category": p.item.category,
-                    "outcome": p.outcome,
-                }
-                for p in preds
-                if (p.item.label != "none") != p.flagged
-            ]
-        return out
+def figures(rep: Report[Prediction], *, list_items: bool) -> dict[str, Any]:
+    """One tier's figures; ``list_items``: with the misses (on dev only)."""
+    preds = rep.answers
+    flagged = Binary()
+    by_language: dict[str, Binary] = defaultdict(Binary)
+    by_category: dict[str, _Group] = defaultdict(_Group)
+    by_label = {label: Binary() for label in LABELS if label != "none"}
+    confusion = {g: dict.fromkeys(PREDICTED, 0) for g in LABELS}
+    for p in preds:
+        gold = p.item.label != "none"
+        flagged.add(gold, p.flagged)
+        by_language[p.item.language].add(gold, p.flagged)
+        grp = by_category[p.item.category]
+        grp.n += 1
+        grp.flagged += p.flagged
+        grp.positives += gold
+        for label, b in by_label.items():
+            b.add(p.item.label == label, p.screen.category.value == label)
+        confusion[p.item.label][p.answer] += 1
+    categories: dict[str, dict[str, Any]] = {}
+    for cat, grp in sorted(by_category.items()):
+        row: dict[str, Any] = {"n": grp.n, "flagged": grp.flagged}
+        if grp.positives == grp.n:
+            row["recall"] = ratio(grp.flagged, grp.n)
+        elif grp.positives == 0:
+            row["false_alarm_rate"] = ratio(grp.flagged, grp.n)
+        categories[cat] = row
+    out: dict[str, Any] = {
+        "items": len(preds),
+        "flagged": flagged.as_dict(),
+        "by_language": {k: v.as_dict() for k, v in sorted(by_language.items())},
+        "by_category": categories,
+        "by_label": {k: v.as_dict() for k, v in by_label.items()},
+        "confusion": {"predicted": list(PREDICTED), "rows": confusion},
+        "reliability": reliability(
+            [(p.screen.confidence, correct(p.item.label, p.screen)) for p in preds]
+        ),
+        **rep.costs(),
+    }
+    if list_items:
+        out["misses"] = [
+            {
+                "id": p.item.item_id,
+                "text": p.item.text,
+                "label": p.item.label,
+                "category": p.item.category,
+                "outcome": p.outcome,
+            }
+            for p in preds
+            if (p.item.label != "none") != p.flagged
+        ]
+    return out
 
 
-def _round(v: float | None) -> float | None:
-    return None if v is None else round(v, 3)
-
-
-def report(split: str, tiers: Sequence[TierReport]) -> dict[str, Any]:
+def report(split: str, tiers: Sequence[Report[Prediction]]) -> dict[str, Any]:
     """The JSON report (schema: docs/eval.schema.json). Items are listed on dev only:
     calibration's and heldout's misses are never printed, so nobody tunes on them."""
     return {
         "corpus": "crisis",
         "split": split,
-        "tiers": {t.name: t.as_dict(list_items=split == "dev") for t in tiers},
+        "tiers": {t.tier: figures(t, list_items=split == "dev") for t in tiers},
         "cost": cost(tiers),
     }
 
 
-def cost(tiers: Sequence[TierReport]) -> dict[str, Any]:
+def cost(tiers: Sequence[Report[Prediction]]) -> dict[str, Any]:
     """Quality and price at once: which share of the decisions each tier carried, the
     tokens the LLM tiers spent, and what sending every decision to the strong tier
     would have cost in prompt tokens (plus at most the policy's answer tokens)."""
     from coachbus.llm import Policy
     from coachbus.llm.tokens import count_messages
 
-    preds = tiers[-1].predictions
+    preds = tiers[-1].answers
     carried = Counter(p.tier for p in preds)
     prompt = sum(
         count_messages(
@@ -258,8 +243,7 @@ def render_text(rep: dict[str, Any]) -> str:
     lines.append("flagged (help offered)      " + "  ".join(f"{n:>24}" for n in names))
     for key in ("precision", "recall", "f1"):
         lines.append(
-            f"  {key:<26}"
-            + "  ".join(f"{_fmt(rep['tiers'][n]['flagged'][key]):>24}" for n in names)
+            f"  {key:<26}" + "  ".join(f"{fmt(rep['tiers'][n]['flagged'][key]):>24}" for n in names)
         )
     lines.append("")
     lines.append("by language                 precision / recall / f1")
@@ -273,11 +257,10 @@ def render_text(rep: dict[str, Any]) -> str:
         for n in names:
             row = rep["tiers"][n]["by_category"][cat]
             if "recall" in row:
-                cells.append(f"recall {_fmt(row['recall'])} ({row['flagged']}/{row['n']})")
+                cells.append(f"recall {fmt(row['recall'])} ({row['flagged']}/{row['n']})")
             else:
                 cells.append(
-                    f"false alarms {_fmt(row.get('false_alarm_rate'))} "
-                    f"({row['flagged']}/{row['n']})"
+                    f"false alarms {fmt(row.get('false_alarm_rate'))} ({row['flagged']}/{row['n']})"
                 )
         lines.append(f"  {cat:<22} " + "   ".join(f"{c:<30}" for c in cells))
     for n in names:
@@ -293,7 +276,7 @@ def render_text(rep: dict[str, Any]) -> str:
             lines.append(f"  {gold:<20}" + "".join(f"{row[c]:>11}" for c in cols))
         rel = tier["reliability"]
         lines.append(
-            f"[{n}] reliability (ECE {_fmt(rel['ece'])})   "
+            f"[{n}] reliability (ECE {fmt(rel['ece'])})   "
             "confidence bin: n, mean confidence, accuracy"
         )
         for b in rel["bins"]:
@@ -303,7 +286,7 @@ def render_text(rep: dict[str, Any]) -> str:
             )
         lat = tier["latency_ms"]
         lines.append(
-            f"[{n}] latency p50 {_fmt(lat['p50'])} ms, p95 {_fmt(lat['p95'])} ms; "
+            f"[{n}] latency p50 {fmt(lat['p50'])} ms, p95 {fmt(lat['p95'])} ms; "
             f"tokens {tier['tokens']}; "
             f"carried by {tier['carried_by']}; stop reasons {tier['stop_reasons'] or '-'}"
         )
@@ -326,78 +309,32 @@ def render_text(rep: dict[str, Any]) -> str:
 
 
 def _prf(row: dict[str, Any]) -> str:
-    return f"{_fmt(row['precision'])} / {_fmt(row['recall'])} / {_fmt(row['f1'])}"
-
-
-def _fmt(v: float | None) -> str:
-    return "-" if v is None else f"{v:.3f}"
+    return f"{fmt(row['precision'])} / {fmt(row['recall'])} / {fmt(row['f1'])}"
 
 
 # --------------------------------------------------------------------------- model tier
 
 
-async def with_router(
-    items: Sequence[Item],
-    decide: Callable[[Item], Awaitable[tuple[CrisisScreen, str, int, str | None]]],
-    concurrency: int = 4,
-) -> list[Prediction]:
-    """Run ``decide`` (the router's tiers) for every item, a few at a time."""
-    gate = asyncio.Semaphore(concurrency)
-
-    async def one(item: Item) -> Prediction:
-        async with gate:
-            started = time.perf_counter()
-            screen, tier, tokens, stop = await decide(item)
-            return Prediction(
-                item=item,
-                screen=screen,
-                outcome=f"tier:{tier}",
-                tier=tier,
-                latency_s=time.perf_counter() - started,
-                tokens=tokens,
-                stop_reason=stop,
-            )
-
-    return list(await asyncio.gather(*(one(i) for i in items)))
+@dataclass(slots=True)
+class _Decision:
+    screen: CrisisScreen
+    claim: RiskScreenCall | None = None
 
 
-def router_decider(
-    base_url: str,
-    small_model: str,
-    strong_model: str,
-    policy_file: Path | None,
-    timeout_s: float,
-    prompts_dir: Path | None = None,
-) -> tuple[
-    Callable[[Item], Awaitable[tuple[CrisisScreen, str, int, str | None]]],
-    Callable[[], Awaitable[None]],
-]:
+async def with_router(items: Sequence[Item], candidate: Candidate) -> Report[Prediction]:
     """The risk_screen decision as Stability takes it: deterministic first, then the
     policy's LLM tiers when the screen is below the bar; the worse screen wins."""
-    from coachbus.crisis import RISK_INSTRUCTIONS, RiskScreenCall
-    from coachbus.eval.tiers import candidate_router, item_budget
-    from coachbus.llm import Message
-    from coachbus.llm.prompt import instruction_override
 
-    _settings, client, router = candidate_router(
-        base_url, small_model, strong_model, policy_file, timeout_s
-    )
-
-    @dataclass(slots=True)
-    class _Decision:
-        screen: CrisisScreen
-        claim: RiskScreenCall | None = None
-
-    async def decide(item: Item) -> tuple[CrisisScreen, str, int, str | None]:
+    async def decide(tier: RouterTier, _n: int, item: Item) -> Prediction:
         det = assess(item.text)
 
-        def messages(tier: str, errors: list[str]) -> list[Message]:
+        def messages(_tier: str, errors: list[str]) -> list[Message]:
             note = (
                 ("\n\nYour previous answer was rejected: " + "; ".join(errors[:6]))
                 if errors
                 else ""
             )
-            text = instruction_override(prompts_dir, "risk_screen", RISK_INSTRUCTIONS)
+            text = instruction_override(candidate.prompts_dir, "risk_screen", RISK_INSTRUCTIONS)
             return [
                 Message(role="system", content=text + note),
                 Message(role="user", content=item.text),
@@ -407,34 +344,32 @@ def router_decider(
             assert isinstance(parsed, RiskScreenCall)
             return _Decision(worse(det.screen(), claim_screen(parsed)), parsed)
 
-        budget = item_budget(timeout_s)
-        out = await router.decide(
+        out = await tier.router.decide(
             kind="risk_screen",
             agent="stability",
             deterministic=lambda: (_Decision(det.screen()), det.confidence),
             build_messages=messages,
             response_model=RiskScreenCall,
-            budget=budget,
+            budget=tier.budget(),
             validate=lambda d: check_claim(d.claim, item.text) if d.claim else [],
             convert=convert,
         )
-        usage = out.usage.prompt_tokens + out.usage.completion_tokens
-        return out.value.screen, out.tier, usage, out.stop_reason.value if out.stop_reason else None
+        return predict(item, out.value.screen, f"tier:{out.tier}", **spent(out))
 
-    return decide, client.aclose
+    return await run_router(candidate, items, decide)
 
 
 __all__ = [
     "CALIBRATION_SPLIT",
     "CLEAN",
     "Prediction",
-    "TierReport",
     "calibration_toml",
     "correct",
     "deterministic",
+    "figures",
     "measure_calibration",
+    "predict",
     "render_text",
     "report",
-    "router_decider",
     "with_router",
 ]

@@ -1,4 +1,5 @@
-"""Scores shared by every evaluation: precision/recall/F1, reliability, percentiles."""
+"""Scores shared by every evaluation: precision/recall/F1, reliability, percentiles,
+and how a figure is rounded and printed."""
 
 from __future__ import annotations
 
@@ -106,3 +107,18 @@ def percentile(values: Sequence[float], q: float) -> float | None:
         return values[0]
     cuts = statistics.quantiles(values, n=100, method="inclusive")
     return cuts[max(0, min(98, round(q) - 1))]
+
+
+def round3(value: float | None) -> float | None:
+    """A measured time or rate as a report keeps it: three decimals, None as None."""
+    return None if value is None else round(value, 3)
+
+
+def fmt(value: object, missing: str = "-") -> str:
+    """A figure as the text and HTML reports print it: a float with three decimals,
+    ``missing`` where nothing was counted, anything else as it is."""
+    if value is None:
+        return missing
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)

@@ -6,6 +6,8 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from evaluation.metrics import fmt
+
 _STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:72rem;color:#1d2430}
 h1{font-size:1.5rem}h2{font-size:1.2rem;margin-top:2.2rem;border-bottom:1px solid #ccd}
@@ -18,11 +20,7 @@ tr:nth-child(even) td{background:#f7f8fb}.bad{color:#a3221b;font-weight:600}
 
 
 def _fmt(v: Any) -> str:
-    if v is None:
-        return "–"
-    if isinstance(v, float):
-        return f"{v:.3f}"
-    return escape(str(v))
+    return escape(fmt(v, missing="–"))
 
 
 def _table(header: list[str], rows: list[list[Any]]) -> str:

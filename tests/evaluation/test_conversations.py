@@ -11,8 +11,8 @@ import jsonschema
 import pytest
 
 from coachbus import conversation_risk
-from coachbus.eval import conversations as conv
 from evaluation import cli as eval_cli
+from evaluation import conversations as conv
 
 pytestmark = pytest.mark.unit
 

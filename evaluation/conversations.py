@@ -36,8 +36,8 @@ from coachbus.contracts.payloads import CrisisScreen, Language
 from coachbus.contracts.state import SafetyState
 from coachbus.conversation_risk import Reading, fold_turn, read_turn
 from coachbus.crisis import is_crisis, needs_check_in, review_severity, screen_crisis
-from coachbus.eval.corpus import DEFAULT_DATA, CorpusError, Split, load_raw
-from coachbus.eval.metrics import Binary, ratio, smoothed_accuracy
+from evaluation.corpus import DEFAULT_DATA, CorpusError, Split, load_raw
+from evaluation.metrics import Binary, fmt, ratio, smoothed_accuracy
 
 CORPUS = "conversations"
 CALIBRATION_SPLIT: Split = "calibration"
@@ -267,7 +267,7 @@ def calibration_toml(table: dict[str, float], items: int) -> str:
 
 
 def _fmt(v: float | None) -> str:
-    return "—" if v is None else f"{v:.3f}"
+    return fmt(v, missing="—")
 
 
 def render_text(rep: dict[str, Any]) -> str:

@@ -1,9 +1,0 @@
-"""Evaluation on labelled data: every decision scored, every tier side by side.
-
-Corpora are JSON Lines under ``tests/data/eval/<corpus>/<split>.jsonl``, written by
-us. The ``dev`` split is what rules, prompts and thresholds are tuned on; the
-crisis corpus's ``calibration`` split is only used to measure the confidence each
-outcome reports (on text nothing was fitted to); the ``heldout`` split is only ever
-scored. Reports on either never list items (so nobody tunes on them by reading
-their misses).
-"""
