@@ -186,7 +186,7 @@ class _Conversation:
 
 
 def score_steps(items: Sequence[Raw]) -> Report:
-    from coachbus.safety import screen_steps
+    from coachbus.safety.steps import screen_steps
 
     rep = Report("steps")
     for item in items:
@@ -282,7 +282,7 @@ _KINDS = (
 
 def score_replies(items: Sequence[Raw]) -> Report:
     from coachbus.replycheck import check_reply
-    from coachbus.safety import markers_of
+    from coachbus.safety.steps import markers_of
 
     rep = Report("replies")
     for item in items:
@@ -321,7 +321,7 @@ async def steps_with_router(
     from coachbus.eval.tiers import candidate_router, item_budget
     from coachbus.llm import PromptBuilder
     from coachbus.memory import context_for
-    from coachbus.safety import screen_steps
+    from coachbus.safety.steps import screen_steps
     from services.stability import logic as stability
     from services.stability import prompts
 

@@ -32,6 +32,7 @@ from coachbus.delta import SentencePublisher, StreamingLLM, partial_check
 from coachbus.llm import DecisionContext, LLMClient, LLMTier, Message, Outcome, Router
 from coachbus.memory import MemoryRecord, context_for
 from coachbus.metrics import MESSAGES, SYNTH_FIRST_TEXT, SYNTH_JOIN_WAIT, TURN_LATENCY
+from coachbus.safety.helplines import Helplines
 from coachbus.topics import AGENT_TOPICS, Topic
 from coachbus.tracing import turn_span
 from services.synth import logic, prompts
@@ -50,6 +51,9 @@ _message_limit = runtime.settings.max_message_bytes
 _result_limit = runtime.settings.max_result_bytes
 # How far back in the replies topic to look for finals already sent, per partition.
 FINALS_LOOKBACK = 20_000
+# Read and checked now: a broken help-lines file or an unknown locale stops Synth at
+# start, not in the middle of a crisis reply.
+helplines = Helplines.configured(runtime.settings.helplines_file, runtime.settings.locale)
 
 
 memory = MemoryKeeper(runtime)
@@ -111,7 +115,7 @@ def complete(shown: str, outcome: logic.SynthOutcome) -> str:
     best: tuple[int, str] | None = None
     for tail in tails:
         text = " ".join([shown, *tail])
-        problems = logic.validate(text, outcome.sheet)
+        problems = logic.validate(text, outcome.sheet, helplines=helplines)
         if not problems:
             return text
         if best is None or len(problems) < best[0]:
@@ -180,7 +184,7 @@ async def write_prose(message: UserMessage, outcome: logic.SynthOutcome) -> Writ
             sink,
             lambda text: prompts.Prose(text=text),
             complete=lambda shown: complete(shown, outcome),
-            whole=lambda text: logic.validate(text, sheet),
+            whole=lambda text: logic.validate(text, sheet, helplines=helplines),
         )
         decider = Router(
             policy=runtime.tiers.policy,
@@ -203,7 +207,7 @@ async def write_prose(message: UserMessage, outcome: logic.SynthOutcome) -> Writ
         build_messages=build,
         response_model=prompts.Prose,
         budget=message.budget,
-        validate=lambda text: logic.validate(text, sheet),
+        validate=lambda text: logic.validate(text, sheet, helplines=helplines),
         convert=prompts.clean,
         context=DecisionContext(message.turn_id, message.session_id, message.user_id, message.text),
     )
@@ -238,7 +242,7 @@ async def finalize(turn: OpenTurn, degraded: bool) -> None:
     SYNTH_JOIN_WAIT.labels("deadline" if missing else "complete").observe(
         (utcnow() - message.created_at).total_seconds()
     )
-    outcome = logic.synthesize(message, turn.results, missing)
+    outcome = logic.synthesize(message, turn.results, missing, helplines=helplines)
     review = logic.review_without_stability(message, outcome, missing)
     if review is not None:
         # Stability, which puts a crisis before a human, did not report in time:

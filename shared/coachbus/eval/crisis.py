@@ -32,18 +32,11 @@ from pathlib import Path
 from typing import Any
 
 from coachbus.contracts.payloads import CrisisCategory, CrisisScreen
-from coachbus.crisis import (
-    CLEAN,
-    RISK_INSTRUCTIONS,
-    UNCERTAIN,
-    assess,
-    check_claim,
-    claim_screen,
-    is_crisis,
-    worse,
-)
 from coachbus.eval.corpus import Item, Split
 from coachbus.eval.metrics import Binary, percentile, ratio, reliability, smoothed_accuracy
+from coachbus.safety.calibration import CLEAN, UNCERTAIN
+from coachbus.safety.model import RISK_INSTRUCTIONS, check_claim, claim_screen
+from coachbus.safety.screen import assess, is_crisis, merge_screens
 
 # The split the confidences are measured on. Not dev: the rules are tuned on dev, so
 # every answer there is right and the screen would claim a certainty it does not
@@ -374,10 +367,10 @@ def router_decider(
 ]:
     """The risk_screen decision as Stability takes it: deterministic first, then the
     policy's LLM tiers when the screen is below the bar; the worse screen wins."""
-    from coachbus.crisis import RISK_INSTRUCTIONS, RiskScreenCall
     from coachbus.eval.tiers import candidate_router, item_budget
     from coachbus.llm import Message
     from coachbus.llm.prompt import instruction_override
+    from coachbus.safety.model import RISK_INSTRUCTIONS, RiskScreenCall
 
     _settings, client, router = candidate_router(
         base_url, small_model, strong_model, policy_file, timeout_s
@@ -405,7 +398,7 @@ def router_decider(
 
         def convert(parsed: object) -> _Decision:
             assert isinstance(parsed, RiskScreenCall)
-            return _Decision(worse(det.screen(), claim_screen(parsed)), parsed)
+            return _Decision(merge_screens(det.screen(), claim_screen(parsed)), parsed)
 
         budget = item_budget(timeout_s)
         out = await router.decide(

@@ -1,0 +1,129 @@
+"""The crisis screen of one message (coachbus.safety.screen); its evaluation on labelled
+data is tests/shared/test_crisis.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from coachbus.contracts.payloads import CrisisCategory, CrisisScreen
+from coachbus.llm import Policy
+from coachbus.normalize import NormalizedText
+from coachbus.safety.calibration import CLEAN, UNCERTAIN, calibration
+from coachbus.safety.screen import (
+    assess,
+    is_crisis,
+    merge_screens,
+    needs_check_in,
+    screen_crisis,
+)
+
+pytestmark = pytest.mark.unit
+
+C = CrisisCategory
+# The policy's bar for the risk_screen decision: an uncertain screen must be below it.
+BAR = Policy.load().for_kind("risk_screen").min_confidence
+
+
+@pytest.mark.parametrize(
+    ("message", "category"),
+    [
+        ("I don't want to live anymore.", C.SUICIDAL_IDEATION),
+        ("Sometimes I think about killing myself.", C.SUICIDAL_IDEATION),
+        ("Ich will nicht mehr leben.", C.SUICIDAL_IDEATION),
+        ("Ich denke an Suizid.", C.SUICIDAL_IDEATION),
+        ("I cut myself again last night.", C.SELF_HARM),
+        ("Ich ritze mich wieder.", C.SELF_HARM),
+        ("My husband hits me when he drinks.", C.ABUSE),
+        ("Mein Mann schlägt mich.", C.ABUSE),
+        ("I have chest pain and can't breathe.", C.MEDICAL_EMERGENCY),
+        ("Ich habe zu viele Tabletten genommen.", C.MEDICAL_EMERGENCY),
+        # What the old screen missed (the issue's own probes).
+        ("Ich bringe mich um", C.SUICIDAL_IDEATION),
+        ("ich bring mich um", C.SUICIDAL_IDEATION),
+        ("I can’t stop thinking about killing myself", C.SUICIDAL_IDEATION),
+        ("i wanna dieee", C.SUICIDAL_IDEATION),
+        ("kms", C.SUICIDAL_IDEATION),
+        ("ich moechte nicht mehr aufwachen", C.SUICIDAL_IDEATION),
+        ("Ich möchte mir das Leben nehmen", C.SUICIDAL_IDEATION),
+        ("ich mach Schluss mit allem", C.SUICIDAL_IDEATION),
+        ("everyone would be better off without me", C.SUICIDAL_IDEATION),
+        ("I have saved up pills for this weekend", C.SUICIDAL_IDEATION),
+        ("hab mich gestern wieder geritzt", C.SELF_HARM),
+    ],
+)
+def test_rules_find_each_category(message: str, category: CrisisCategory) -> None:
+    screen = screen_crisis(message)
+    assert screen.category is category, assess(message)
+    assert screen.escalated
+    assert screen.matched
+    assert not screen.uncertain
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "This job is killing me.",
+        "I'm dying to try the new trail.",
+        "I killed it at the gym today.",
+        "Ich bin todmüde, aber gut gelaufen.",
+        "die Hitze bringt mich um",
+        "I want to quit sugar.",
+        "this deadline is killing me",
+        "Ich mache Schluss mit meinem Freund.",
+        "I want to end my subscription.",
+    ],
+)
+def test_figurative_speech_stays_a_normal_turn(message: str) -> None:
+    screen = screen_crisis(message)
+    assert screen.category is C.NONE
+    assert not screen.escalated
+    assert not screen.uncertain
+
+
+def test_a_reassurance_is_not_a_crisis() -> None:
+    assert not is_crisis(screen_crisis("Don't worry, I would never kill myself."))
+
+
+def test_risk_cues_without_a_rule_are_uncertain_below_the_policy_bar() -> None:
+    # Measured confidence of the uncertain bucket: low enough that a model is asked.
+    assert calibration().of(UNCERTAIN) < BAR
+    screen = screen_crisis("ich will einfach nicht mehr")
+    assert screen.uncertain and screen.escalated
+    assert screen.category is C.NONE
+    assert screen.confidence < BAR
+    assert needs_check_in(screen)
+
+
+def test_confidence_is_the_measured_one() -> None:
+    finding = assess("I want to kill myself.")
+    assert finding.confidence == calibration().of(finding.outcome)
+    clean = assess("I went for a run this morning and it felt good.")
+    assert clean.outcome == CLEAN
+    assert clean.confidence == calibration().of(CLEAN)
+
+
+def _screen(category: C, confidence: float, *, uncertain: bool = False) -> CrisisScreen:
+    return CrisisScreen(
+        category=category,
+        confidence=confidence,
+        matched=[],
+        escalated=category is not C.NONE or uncertain,
+        uncertain=uncertain,
+    )
+
+
+def test_merging_keeps_a_crisis_and_lets_a_model_settle_an_uncertain_screen() -> None:
+    found = _screen(C.SUICIDAL_IDEATION, 0.7)
+    clear = _screen(C.NONE, 0.9)
+    unsure = _screen(C.NONE, 0.4, uncertain=True)
+    merge = merge_screens
+    assert merge(found, clear) is found  # a model never clears a rule's crisis
+    assert merge(unsure, clear) is clear  # that is what the model was asked
+    assert merge(clear, unsure) is clear
+    assert merge(unsure, found).category is C.SUICIDAL_IDEATION
+    assert merge(_screen(C.ABUSE, 0.9), found).category is C.SUICIDAL_IDEATION
+
+
+def test_screens_of_the_raw_and_the_normalised_message_agree() -> None:
+    text = "I can’t stop thinking about killing myself"
+    assert screen_crisis(NormalizedText.of(text)) == screen_crisis(text)
