@@ -63,7 +63,7 @@ def agent_instructions() -> dict[str, Instructions]:
     except (ImportError, AttributeError):
         pass
     try:
-        from coachbus.crisis import RISK_INSTRUCTIONS
+        from coachbus.safety.model import RISK_INSTRUCTIONS
         from services.stability import prompts as stability_prompts
 
         found["stability.risk"] = lambda _msg: RISK_INSTRUCTIONS

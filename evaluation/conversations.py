@@ -1,7 +1,7 @@
 """``coachbus eval crisis --conversations``: risk read across a conversation.
 
 Each labelled conversation (tests/data/eval/conversations/) is replayed turn by turn
-through the code Stability runs on the safety state (coachbus.conversation_risk:
+through the code Stability runs on the safety state (coachbus.safety.conversation:
 :func:`read_turn`, then :func:`fold_turn` into the state, with the state carried
 from turn to turn as the compacted topic carries it), and the last turn's screen is
 scored against the label. The assistant turns in the files say what the writer
@@ -34,8 +34,8 @@ from typing import Any
 
 from coachbus.contracts.payloads import CrisisScreen, Language
 from coachbus.contracts.state import SafetyState
-from coachbus.conversation_risk import Reading, fold_turn, read_turn
-from coachbus.crisis import is_crisis, needs_check_in, review_severity, screen_crisis
+from coachbus.safety.conversation import Reading, fold_turn, read_turn
+from coachbus.safety.screen import is_crisis, needs_check_in, review_severity, screen_crisis
 from evaluation.corpus import DEFAULT_DATA, CorpusError, Split, load_raw
 from evaluation.metrics import Binary, fmt, ratio, smoothed_accuracy
 

@@ -29,19 +29,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from coachbus.contracts.payloads import CrisisCategory, CrisisScreen
-from coachbus.crisis import (
-    CLEAN,
-    RISK_INSTRUCTIONS,
-    UNCERTAIN,
-    RiskScreenCall,
-    assess,
-    check_claim,
-    claim_screen,
-    is_crisis,
-    worse,
-)
 from coachbus.llm import Message
 from coachbus.llm.prompt import instruction_override
+from coachbus.safety.calibration import CLEAN, UNCERTAIN
+from coachbus.safety.model import RISK_INSTRUCTIONS, RiskScreenCall, check_claim, claim_screen
+from coachbus.safety.screen import assess, is_crisis, merge_screens
 from evaluation.corpus import Item, Split
 from evaluation.metrics import Binary, fmt, ratio, reliability, smoothed_accuracy
 from evaluation.results import Answer, Report
@@ -342,7 +334,7 @@ async def with_router(items: Sequence[Item], candidate: Candidate) -> Report[Pre
 
         def convert(parsed: object) -> _Decision:
             assert isinstance(parsed, RiskScreenCall)
-            return _Decision(worse(det.screen(), claim_screen(parsed)), parsed)
+            return _Decision(merge_screens(det.screen(), claim_screen(parsed)), parsed)
 
         out = await tier.router.decide(
             kind="risk_screen",

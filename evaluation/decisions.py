@@ -30,7 +30,7 @@ from coachbus.contracts.payloads import TIER_RANK, Language
 from coachbus.llm import Message
 from coachbus.memory import context_for
 from coachbus.replycheck import check_reply
-from coachbus.safety import markers_of, screen_steps
+from coachbus.safety.steps import markers_of, screen_steps
 from evaluation.chain import Chain, Step
 from evaluation.metrics import Binary, fmt, ratio, reliability
 from evaluation.results import NONE, Answer, Report

@@ -15,6 +15,7 @@ from coachbus.llm import LLMClient, LLMTier, Message, Router
 from coachbus.memory import MemoryRecord, context_for
 from coachbus.metrics import COACH_FIRST_REPLY
 from coachbus.reply_stream import DeltaPublisher, StreamingLLM
+from coachbus.safety.helplines import Helplines
 from coachbus.topics import Topic
 from services.coach import logic, prompts
 
@@ -23,6 +24,9 @@ router = KafkaRouter()
 boards = runtime.table_view(Topic.BLACKBOARD, Blackboard)
 safety = runtime.table_view(Topic.SAFETY, SafetyState)
 memory = runtime.table_view(Topic.MEMORY, MemoryRecord)
+# Read and checked now: a broken help-lines file or an unknown locale stops Coach at
+# start, not in the middle of a crisis reply.
+helplines = Helplines.configured(runtime.settings.helplines_file, runtime.settings.locale)
 
 
 def _reply(message: UserMessage, kind: str, text: str, **extra: object) -> Reply:
@@ -46,7 +50,7 @@ async def handle(message: UserMessage) -> CoachResult:
     # to the user as it is written (the docstring is the AsyncAPI description).
     started = time.perf_counter()
     board, state = boards.get(message.user_id), safety.get(message.user_id)
-    payload = logic.quick_reply(message, board, state)
+    payload = logic.quick_reply(message, board, state, helplines=helplines)
     register = logic.register_for(message, board)
 
     async def publish_delta(text: str, seq: int) -> None:

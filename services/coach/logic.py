@@ -18,15 +18,12 @@ from __future__ import annotations
 from coachbus.contracts.events import UserMessage
 from coachbus.contracts.payloads import CoachPayload, PatternClass
 from coachbus.contracts.state import Blackboard, SafetyState
-from coachbus.conversation_risk import read_turn
-from coachbus.crisis import is_crisis, needs_check_in
-from coachbus.safety import (
-    CATALOGUE,
-    after_denial_reply,
-    check_in_reply,
-    crisis_reply,
-    screen_steps,
-)
+from coachbus.normalize import NormalizedText
+from coachbus.safety.conversation import read_turn
+from coachbus.safety.helplines import SHIPPED, Helplines
+from coachbus.safety.replies import after_denial_reply, check_in_reply, crisis_reply
+from coachbus.safety.screen import is_crisis, needs_check_in
+from coachbus.safety.steps import CATALOGUE, screen_steps
 from coachbus.text import (
     PROGRESS_RX,
     SETBACK_RX,
@@ -56,21 +53,28 @@ def register_for(msg: UserMessage, board: Blackboard | None) -> Register:
 
 
 def quick_reply(
-    msg: UserMessage, board: Blackboard | None, safety: SafetyState | None
+    msg: UserMessage,
+    board: Blackboard | None,
+    safety: SafetyState | None,
+    *,
+    helplines: Helplines = SHIPPED,
 ) -> CoachPayload:
+    """``helplines``: the lines this service was configured with as it started."""
     lang: Language = msg.language
     reg = register_for(msg, board)
     seed = seed_of(msg.turn_id)
     grounded = ["message"]
+    # Normalised once, for the crisis screen, the conversation and the step screen.
+    said = NormalizedText.of(msg.text)
 
     # 1. Crisis: the safe reply at once, nothing else. The message is read in its
     # conversation: "ja" to the check-in our last reply asked is a crisis, and so is
-    # the message that completes a warning pattern (coachbus.conversation_risk).
-    reading = read_turn(safety, msg.text, msg.turn_id, msg.created_at)
+    # the message that completes a warning pattern (coachbus.safety.conversation).
+    reading = read_turn(safety, said, msg.turn_id, msg.created_at)
     screen = reading.screen
     if is_crisis(screen):
         return CoachPayload(
-            text=crisis_reply(screen.category, lang, reg),
+            text=crisis_reply(screen.category, lang, reg, helplines),
             language=lang,
             crisis_mode=True,
             grounded_on=["crisis_screen"],
@@ -84,7 +88,7 @@ def quick_reply(
     # crisis costs a life (the protective choice).
     if needs_check_in(screen):
         return CoachPayload(
-            text=check_in_reply(lang, reg, again=screen.question),
+            text=check_in_reply(lang, reg, helplines, again=screen.question),
             language=lang,
             crisis_mode=True,
             grounded_on=["crisis_screen"],
@@ -94,7 +98,7 @@ def quick_reply(
     # 3. A no to our check-in: believed, and a caring turn before any coaching.
     if reading.answered == "denied":
         return CoachPayload(
-            text=after_denial_reply(lang, reg),
+            text=after_denial_reply(lang, reg, helplines),
             language=lang,
             crisis_mode=True,
             grounded_on=["crisis_screen", "safety"],
@@ -125,7 +129,7 @@ def quick_reply(
                 avoided_steps=blocked_ids,
                 crisis=screen,
             )
-    hits = screen_steps(msg.text, conditions)
+    hits = screen_steps(said, conditions)
     for h in hits:
         if h.spec.step_id not in blocked_ids:
             blocked_ids.append(h.spec.step_id)

@@ -15,7 +15,7 @@ from coachbus.llm import Message, PromptBuilder, PromptContext
 # Re-exported: the stream shows nothing before the language can be judged.
 from coachbus.replycheck import LANGUAGE_AFTER_WORDS as LANGUAGE_AFTER_WORDS
 from coachbus.replycheck import check_reply
-from coachbus.safety import CATALOGUE
+from coachbus.safety.steps import CATALOGUE
 from coachbus.text import Register
 
 AGENT = "coach"

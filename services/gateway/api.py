@@ -18,6 +18,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from coachbus.contracts import EraseRequest, Reply, UserMessage
 from coachbus.contracts.payloads import Language
+from coachbus.safety.helplines import Helplines
 from coachbus.settings import CoachbusSettings
 from services.gateway.auth import KeyRing, Principal, RateLimits, StreamSlots
 from services.gateway.erasure import EraseDesk
@@ -240,7 +241,10 @@ def create_api(
         )
 
     api.include_router(create_openai_router(settings, keys, store, publish, limits, streams))
-    api.include_router(create_web_router(store, keys))
+    # Read and checked now: a broken help-lines file or an unknown locale stops the
+    # gateway at start, before the page can show a wrong number.
+    helplines = Helplines.configured(settings.helplines_file, settings.locale)
+    api.include_router(create_web_router(store, keys, helplines))
 
     @api.delete("/v1/me", status_code=202)
     async def erase_me(caller: Annotated[Principal, Depends(limited)]) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from datetime import datetime
 
 from coachbus.bounded import BoundedSet
 from coachbus.contracts import HumanReviewRequest, turn_started_at
-from coachbus.severity import SEVERITY_RANK
+from coachbus.safety.severity import SEVERITY_RANK
 
 # High and critical items are never evicted to make room for other users.
 _KEEP_FROM = SEVERITY_RANK["high"]

@@ -16,8 +16,8 @@ from typing import Any
 from fastapi import APIRouter, Header
 from fastapi.responses import FileResponse, JSONResponse, Response
 
-from coachbus import helplines
 from coachbus.contracts import AgentResult
+from coachbus.safety.helplines import SHIPPED, Helplines
 from coachbus.text import Language
 from services.gateway.auth import KeyRing
 from services.gateway.turns import TurnStore, TurnView
@@ -107,7 +107,8 @@ def _belief(result: AgentResult | None) -> dict[str, Any] | None:
     }
 
 
-def create_web_router(store: TurnStore, keys: KeyRing) -> APIRouter:
+def create_web_router(store: TurnStore, keys: KeyRing, helplines: Helplines = SHIPPED) -> APIRouter:
+    """``helplines``: what the gateway was configured with as it started."""
     router = APIRouter()
 
     @router.get("/", include_in_schema=False)
@@ -150,7 +151,7 @@ def create_web_router(store: TurnStore, keys: KeyRing) -> APIRouter:
         and when their key fails. They are the lines crisis replies carry, from the same
         file: the locale ``COACHBUS_LOCALE`` names, else the language's default.
         """
-        body = helplines.table().as_json(language)
+        body = helplines.as_json(language)
         # no-cache: an operator's corrected number shows on the next visit after a restart.
         return JSONResponse(body, headers={"Cache-Control": "no-cache"})
 

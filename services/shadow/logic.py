@@ -35,7 +35,7 @@ from coachbus.contracts.state import (
     GoalRecord,
     PatternRecord,
 )
-from coachbus.crisis import is_crisis, screen_crisis
+from coachbus.safety.screen import is_crisis, screen_crisis
 from coachbus.text import (
     WORRY_RX,
     Language,

@@ -10,10 +10,12 @@ from faststream.kafka import KafkaRouter
 from coachbus.bus.service import AgentRuntime
 from coachbus.contracts import TIER_RANK, StabilityResult, Tier, Usage, UserMessage
 from coachbus.contracts.state import Blackboard, SafetyState
-from coachbus.conversation_risk import context_for_model, open_question
-from coachbus.crisis import RISK_INSTRUCTIONS, RiskScreenCall, claim_screen, is_crisis, worse
 from coachbus.llm import DecisionContext, LLMTier, Message
 from coachbus.memory import MemoryRecord, context_for
+from coachbus.normalize import NormalizedText
+from coachbus.safety.conversation import open_question
+from coachbus.safety.model import RISK_INSTRUCTIONS, RiskScreenCall, claim_screen, context_for_model
+from coachbus.safety.screen import is_crisis, merge_screens
 from coachbus.topics import Topic
 from services.stability import logic, prompts
 from services.stability.prompts import RiskDecision, StepsDecision
@@ -32,7 +34,9 @@ async def handle(message: UserMessage) -> StabilityResult:
     started = time.perf_counter()
     state = safety.get(message.user_id)
     board = boards.get(message.user_id)
-    updated, payload = logic.assess(state, board, message)
+    # Normalised once, for every screen of this turn (crisis, conversation, steps).
+    said = NormalizedText.of(message.text)
+    updated, payload = logic.assess(state, board, message, said=said)
     det = payload
     if state is not None and updated.version == state.version:
         # Already applied (a redelivery after a crash before the result went out):
@@ -58,7 +62,7 @@ async def handle(message: UserMessage) -> StabilityResult:
     def to_risk(parsed: RiskScreenCall) -> RiskDecision:
         # A model's crisis adds to the rules' screen; its "none" settles an uncertain
         # screen (that is what it was asked), never a crisis the rules found.
-        return RiskDecision(worse(det.crisis, claim_screen(parsed)), parsed)
+        return RiskDecision(merge_screens(det.crisis, claim_screen(parsed)), parsed)
 
     # 1. Crisis screen. A crisis (found by either tier) goes to a human through the
     # router's severity rule; the turn continues at once with the screen as found.
@@ -69,7 +73,7 @@ async def handle(message: UserMessage) -> StabilityResult:
         build_messages=build(RISK_INSTRUCTIONS, "risk_screen", conversation),
         response_model=RiskScreenCall,
         budget=message.budget,
-        validate=lambda d: prompts.check_risk(d, message.text, answering=answering),
+        validate=lambda d: prompts.check_risk(d, said, answering=answering),
         convert=to_risk,
         context=DecisionContext(message.turn_id, message.session_id, message.user_id, message.text),
         severity=prompts.severity,
@@ -77,7 +81,7 @@ async def handle(message: UserMessage) -> StabilityResult:
     # Under review the router hands back a "safe" value; for a screen the safe value
     # is the alarming one that triggered the review, never the calmer regex answer.
     decided = risk.escalated_value if risk.human_pending and risk.escalated_value else risk.value
-    screen = worse(det.crisis, decided.screen)
+    screen = merge_screens(det.crisis, decided.screen)
 
     # 2. Blocked steps: a crisis suspends coaching, so no model is asked then.
     def to_steps(parsed: prompts.BlockedStepsCall) -> StepsDecision:
@@ -85,7 +89,7 @@ async def handle(message: UserMessage) -> StabilityResult:
         added = [(c.step_id, c.evidence) for c in parsed.steps if c.step_id not in known]
         return StepsDecision(added=added, claims=list(parsed.steps))
 
-    steps_conf = 1.0 if is_crisis(screen) else logic.steps_confidence(updated, message)
+    steps_conf = 1.0 if is_crisis(screen) else logic.steps_confidence(updated, said)
     conditions = sorted(logic.active_conditions(updated))
     steps = await runtime.tiers.decide(
         kind="blocked_steps",
@@ -94,7 +98,7 @@ async def handle(message: UserMessage) -> StabilityResult:
         build_messages=build(prompts.steps_instructions(conditions), "blocked_steps"),
         response_model=prompts.BlockedStepsCall,
         budget=message.budget,
-        validate=lambda d: prompts.check_steps(d, message.text),
+        validate=lambda d: prompts.check_steps(d, said),
         convert=to_steps,
     )
 
@@ -102,7 +106,7 @@ async def handle(message: UserMessage) -> StabilityResult:
         # Re-assess from the state as it was, with the LLM's additions: the crisis
         # history, blocks and risks then follow from one consistent pass.
         updated, payload = logic.assess(
-            state, board, message, crisis=screen, extra_steps=steps.value.added
+            state, board, message, crisis=screen, extra_steps=steps.value.added, said=said
         )
     await safety.put(message.user_id, updated)
     outcomes = (risk, steps)

@@ -1,7 +1,7 @@
 """Stability's deterministic tier: the risk frame of a turn.
 
 For each message: the crisis screen (shared with Coach and Synth, in
-coachbus.safety), the risky steps the message heads toward given what we know
+coachbus.safety.screen), the risky steps the message heads toward given what we know
 about the person (an injury, medication, an abusive partner), and the steps the
 coach must not suggest. Blocked steps are remembered for a while: a user who
 wanted to bet their savings on Monday should not hear "go all in" on Wednesday.
@@ -33,13 +33,13 @@ from coachbus.contracts.state import (
     CrisisEvent,
     SafetyState,
 )
-from coachbus.conversation_risk import fold_turn, read_turn
-from coachbus.crisis import is_crisis, needs_check_in, worse
-from coachbus.safety import (
+from coachbus.normalize import NormalizedText
+from coachbus.safety.conversation import fold_turn, read_turn
+from coachbus.safety.screen import crisis_risk, is_crisis, merge_screens, needs_check_in
+from coachbus.safety.steps import (
     CATALOGUE,
     CONDITION_TTL,
     StepHit,
-    crisis_risk,
     detect_conditions,
     screen_steps,
 )
@@ -51,7 +51,7 @@ CARRIED_CONFIDENCE = 0.7
 # Priority (S x D x R) from which a risk alone makes the turn "high".
 HIGH_PRIORITY = 60
 # Router confidences (policy bar: blocked_steps 0.8). The crisis screen reports its
-# own measured confidence (coachbus.crisis).
+# own measured confidence (coachbus.safety.calibration).
 NO_STEPS_CONFIDENCE = 0.85
 NO_STEPS_CONDITIONS_CONFIDENCE = 0.7
 # Confidence of a blocked step only an LLM tier found (its evidence was checked).
@@ -67,20 +67,25 @@ def assess(
     *,
     crisis: CrisisScreen | None = None,
     extra_steps: Sequence[tuple[str, str]] = (),
+    said: NormalizedText | None = None,
 ) -> tuple[SafetyState, StabilityPayload]:
     """Screen one message and update (a copy of) the safety state; idempotent per turn.
 
     ``crisis`` and ``extra_steps`` ((step id, the user's words that show it)) come
-    from an LLM tier; both can only add to the deterministic screen: the worse
-    crisis screen wins and the regex's blocked steps always stay (safety is monotone).
+    from an LLM tier; both can only add to the deterministic screen: the more
+    alarming crisis screen wins and the regex's blocked steps always stay (safety is
+    monotone; see merge_screens). ``said``: the message's text, normalised already
+    (the handler normalises it once for every screen of the turn).
     """
+    if said is None:
+        said = NormalizedText.of(msg.text)
     base = safety if safety is not None else SafetyState(user_id=msg.user_id)
     # The message read in its conversation: an answer to the question our last reply
-    # asked, or the sign that completes a warning pattern (coachbus.conversation_risk).
-    reading = read_turn(safety, msg.text, msg.turn_id, msg.created_at)
-    crisis = worse(reading.screen, crisis)
+    # asked, or the sign that completes a warning pattern (coachbus.safety.conversation).
+    reading = read_turn(safety, said, msg.turn_id, msg.created_at)
+    crisis = merge_screens(reading.screen, crisis)
     if base.has_applied(msg.turn_id):
-        hits = screen_steps(msg.text, _active_conditions(base, base.turn_count))
+        hits = screen_steps(said, _active_conditions(base, base.turn_count))
         return base, _payload(base, crisis, hits, board, reading.answered)
 
     s = base.model_copy(deep=True)
@@ -88,14 +93,14 @@ def assess(
     turn = s.turn_count
     s.last_session = msg.session_id
 
-    for cond in detect_conditions(msg.text):
+    for cond in detect_conditions(said):
         s.conditions[cond] = turn + CONDITION_TTL[cond]
     if crisis.category is CrisisCategory.ABUSE:
         s.conditions["abuse"] = turn + CONDITION_TTL["abuse"]
     conditions = _active_conditions(s, turn)
     s.conditions = {c: exp for c, exp in s.conditions.items() if exp >= turn}
 
-    hits = screen_steps(msg.text, conditions)
+    hits = screen_steps(said, conditions)
     found = {h.spec.step_id for h in hits}
     for step_id, evidence in extra_steps:
         if step_id in CATALOGUE and step_id not in found:
@@ -150,14 +155,14 @@ def risk_confidence(payload: StabilityPayload) -> float:
     return payload.crisis.confidence
 
 
-def steps_confidence(state: SafetyState, msg: UserMessage) -> float:
+def steps_confidence(state: SafetyState, said: NormalizedText) -> float:
     """Confidence of this turn's blocked steps (the ``blocked_steps`` decision).
 
     A step that depends on a standing condition (training hard while injured) is
     less certain than a plain trigger; with nothing found, a standing condition
     makes a missed paraphrase costlier, so a model is asked then too."""
     conditions = active_conditions(state)
-    hits = screen_steps(msg.text, conditions)
+    hits = screen_steps(said, conditions)
     if hits:
         return min(h.confidence for h in hits)
     return NO_STEPS_CONDITIONS_CONFIDENCE if conditions else NO_STEPS_CONFIDENCE

@@ -14,15 +14,12 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from coachbus.contracts.payloads import CrisisScreen
-from coachbus.crisis import (
-    RiskScreenCall,
-    check_claim,
-    quote_problems,
-    review_severity,
-)
 from coachbus.llm import Message, PromptBuilder, PromptContext, Severity
 from coachbus.llm.prompt import instruction_override
-from coachbus.safety import CATALOGUE
+from coachbus.normalize import NormalizedText
+from coachbus.safety.model import RiskScreenCall, check_claim, quote_problems
+from coachbus.safety.screen import review_severity
+from coachbus.safety.steps import CATALOGUE
 
 AGENT = "stability"
 _STEP_IDS: list[JsonValue] = list(sorted(CATALOGUE))
@@ -57,13 +54,15 @@ class StepsDecision:
     claims: list[StepClaim] = field(default_factory=list)
 
 
-def check_risk(decision: RiskDecision, message: str, *, answering: bool = False) -> list[str]:
+def check_risk(
+    decision: RiskDecision, message: str | NormalizedText, *, answering: bool = False
+) -> list[str]:
     if decision.claim is None:
         return []
     return check_claim(decision.claim, message, answering=answering)
 
 
-def check_steps(decision: StepsDecision, message: str) -> list[str]:
+def check_steps(decision: StepsDecision, message: str | NormalizedText) -> list[str]:
     out: list[str] = []
     for claim in decision.claims:
         if claim.step_id not in CATALOGUE:
@@ -74,7 +73,7 @@ def check_steps(decision: StepsDecision, message: str) -> list[str]:
 
 
 def severity(decision: RiskDecision) -> Severity | None:
-    """The crisis screen's review rule (coachbus.crisis.review_severity); a risky
+    """The crisis screen's review rule (coachbus.safety.screen.review_severity); a risky
     plan is handled by blocking the step, not by a human."""
     return review_severity(decision.screen)
 

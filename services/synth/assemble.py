@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
+from coachbus.safety.helplines import SHIPPED, Helplines
 from services.synth.logic import SynthOutcome, validate
 
 # A sentence end in the deterministic rendering (its sentences are hand-written:
@@ -33,7 +34,7 @@ def opening(outcome: SynthOutcome, style: Literal["rendered", "model"]) -> str:
     return " ".join(first.split()) if rest and rest[0].strip() else ""
 
 
-def complete(shown: str, outcome: SynthOutcome) -> str:
+def complete(shown: str, outcome: SynthOutcome, *, helplines: Helplines = SHIPPED) -> str:
     """The reply when a stream ended early: what the user has read, completed from
     the deterministic rendering.
 
@@ -49,7 +50,7 @@ def complete(shown: str, outcome: SynthOutcome) -> str:
     best: tuple[int, str] | None = None
     for tail in tails:
         text = " ".join([shown, *tail])
-        problems = validate(text, outcome.sheet)
+        problems = validate(text, outcome.sheet, helplines=helplines)
         if not problems:
             return text
         if best is None or len(problems) < best[0]:

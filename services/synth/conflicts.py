@@ -28,7 +28,8 @@ from coachbus.contracts.payloads import (
     PatternClass,
     SheetTone,
 )
-from coachbus.safety import CATALOGUE
+from coachbus.normalize import NormalizedText
+from coachbus.safety.steps import CATALOGUE
 
 # What a reply does this turn: coach, steer clear of a risky step, or one of the
 # safety modes.
@@ -69,7 +70,7 @@ _RELATED: dict[str | None, frozenset[str]] = {
 }
 
 
-def _clashes(block: BlockedStep, target: str, message: str) -> bool:
+def _clashes(block: BlockedStep, target: str, message: str | NormalizedText) -> bool:
     """Does pushing ``target`` further risk the blocked step?"""
     spec = CATALOGUE.get(block.step_id)
     if spec is not None and spec.heads_for(message):
@@ -132,7 +133,7 @@ def safety_over_style(
 
 
 def safety_over_ambition(
-    target: str, never: Iterable[BlockedStep], message: str
+    target: str, never: Iterable[BlockedStep], message: str | NormalizedText
 ) -> tuple[bool, list[Conflict]]:
     """A blocked step that clashes with Persona's stretch on ``target`` beats it.
     The value: whether the stretch is dropped."""

@@ -32,6 +32,7 @@ from coachbus.llm import DecisionContext, LLMClient, LLMTier, Message, Outcome, 
 from coachbus.memory import MemoryRecord, context_for
 from coachbus.metrics import MESSAGES, SYNTH_FIRST_TEXT, SYNTH_JOIN_WAIT, TURN_LATENCY
 from coachbus.reply_stream import SentencePublisher, StreamingLLM, partial_check
+from coachbus.safety.helplines import Helplines
 from coachbus.topics import AGENT_TOPICS, Topic
 from coachbus.tracing import turn_span
 from services.synth import assemble, logic, prompts
@@ -51,6 +52,9 @@ _message_limit = runtime.settings.max_message_bytes
 _result_limit = runtime.settings.max_result_bytes
 # How far back in the replies topic to look for finals already sent, per partition.
 FINALS_LOOKBACK = 20_000
+# Read and checked now: a broken help-lines file or an unknown locale stops Synth at
+# start, not in the middle of a crisis reply.
+helplines = Helplines.configured(runtime.settings.helplines_file, runtime.settings.locale)
 
 
 memory = MemoryKeeper(runtime)
@@ -133,8 +137,8 @@ async def write_prose(message: UserMessage, outcome: logic.SynthOutcome) -> Fina
             runtime.llm,
             sink,
             lambda text: prompts.Prose(text=text),
-            complete=lambda shown: assemble.complete(shown, outcome),
-            whole=lambda text: logic.validate(text, sheet),
+            complete=lambda shown: assemble.complete(shown, outcome, helplines=helplines),
+            whole=lambda text: logic.validate(text, sheet, helplines=helplines),
         )
         decider = Router(
             policy=runtime.tiers.policy,
@@ -157,7 +161,7 @@ async def write_prose(message: UserMessage, outcome: logic.SynthOutcome) -> Fina
         build_messages=build,
         response_model=prompts.Prose,
         budget=message.budget,
-        validate=lambda text: logic.validate(text, sheet),
+        validate=lambda text: logic.validate(text, sheet, helplines=helplines),
         convert=prompts.clean,
         context=DecisionContext(message.turn_id, message.session_id, message.user_id, message.text),
     )
@@ -192,7 +196,7 @@ async def finalize(turn: OpenTurn, degraded: bool) -> None:
     SYNTH_JOIN_WAIT.labels("deadline" if missing else "complete").observe(
         (utcnow() - message.created_at).total_seconds()
     )
-    outcome = logic.synthesize(message, turn.results, missing)
+    outcome = logic.synthesize(message, turn.results, missing, helplines=helplines)
     review = logic.review_without_stability(message, outcome, missing)
     if review is not None:
         # Stability, which puts a crisis before a human, did not report in time:

@@ -46,19 +46,18 @@ from coachbus.contracts.payloads import (
     SheetTone,
     TurnSignal,
 )
-from coachbus.crisis import is_crisis, needs_check_in, review_severity, screen_crisis, worse
+from coachbus.normalize import NormalizedText
 from coachbus.replycheck import check_reply
-from coachbus.safety import (
-    CATALOGUE,
-    after_denial_reply,
-    check_in_reply,
-    check_in_resources,
-    crisis_reply,
-    required_numbers,
-    resource_reminder,
-    resources,
-    screen_steps,
+from coachbus.safety.helplines import SHIPPED, Helplines
+from coachbus.safety.replies import after_denial_reply, check_in_reply, crisis_reply
+from coachbus.safety.screen import (
+    is_crisis,
+    merge_screens,
+    needs_check_in,
+    review_severity,
+    screen_crisis,
 )
+from coachbus.safety.steps import CATALOGUE, screen_steps
 from coachbus.text import (
     PROGRESS_RX,
     SETBACK_RX,
@@ -213,9 +212,16 @@ _ARTEFACT_IN_QUOTE = re.compile(r"[\[\]{}<>]|\b[a-z]+_[a-z_]+\b")
 
 
 def build_sheet(
-    msg: UserMessage, results: Mapping[str, AgentResult], missing: Sequence[str]
+    msg: UserMessage,
+    results: Mapping[str, AgentResult],
+    missing: Sequence[str],
+    *,
+    helplines: Helplines = SHIPPED,
 ) -> DecisionSheet:
-    """Deterministic merge of the turn's results plus the conflict policy."""
+    """Deterministic merge of the turn's results plus the conflict policy.
+
+    ``helplines``: the lines this service was configured with as it started (the
+    sheet lists those a safety reply must carry)."""
     shadow = _get(results, ShadowResult)
     persona = _get(results, PersonaResult)
     plast = _get(results, PlasticityResult)
@@ -237,20 +243,24 @@ def build_sheet(
     # Crisis: always also screen the message ourselves — a missed crisis is the one
     # failure we cannot afford, and the screen costs microseconds.
     # Stability's screen comes first: its model may have settled an uncertain one.
-    own_screen = screen_crisis(msg.text)
+    # The message is normalised once, for this screen and the step screens below.
+    said = NormalizedText.of(msg.text)
+    own_screen = screen_crisis(said)
     # Without Stability, Coach's screen: it read the message in its conversation (a
     # "yes" to our check-in), which the message alone cannot show.
     fallback = coach.payload.crisis if coach is not None else None
     if stab is not None:
         # Stability's screen already holds the message's and adds the conversation
-        # and the model; our own only guards against a crisis it lacks. (worse() would
-        # let our clean screen "settle" Stability's uncertain one, as a model may: an
-        # unclear answer to our check-in would lose its second ask.)
+        # and the model; our own only guards against a crisis it lacks. (merge_screens
+        # would let our clean screen "settle" Stability's uncertain one, as a model may:
+        # an unclear answer to our check-in would lose its second ask.)
         crisis = (
-            worse(stab.payload.crisis, own_screen) if is_crisis(own_screen) else stab.payload.crisis
+            merge_screens(stab.payload.crisis, own_screen)
+            if is_crisis(own_screen)
+            else stab.payload.crisis
         )
     else:
-        crisis = worse(fallback, own_screen) if fallback is not None else own_screen
+        crisis = merge_screens(fallback, own_screen) if fallback is not None else own_screen
     answered = stab.payload.answered_check_in if stab is not None else None
 
     # What never to say: Stability's blocks; without Stability, our own screen of
@@ -260,14 +270,14 @@ def build_sheet(
         for b in stab.payload.blocked_steps:
             never[b.step_id or b.step] = b
     else:
-        for h in screen_steps(msg.text):
+        for h in screen_steps(said):
             never[h.spec.step_id] = h.spec.blocked(h.confidence)
         if coach is not None:
             for sid in coach.payload.avoided_steps:
                 if sid in CATALOGUE and sid not in never:
                     never[sid] = CATALOGUE[sid].blocked(0.7)
     heading_for_risk = any(
-        b.step_id in CATALOGUE and CATALOGUE[b.step_id].heads_for(msg.text) for b in never.values()
+        b.step_id in CATALOGUE and CATALOGUE[b.step_id].heads_for(said) for b in never.values()
     ) or (stab is not None and stab.payload.overall == "high")
 
     after_crisis = (
@@ -366,7 +376,7 @@ def build_sheet(
     if persona is not None and persona.payload.stretch_goals:
         target = persona.payload.stretch_goals[0]
         # The first rule that drops the stretch records why, in the table's order.
-        dropped, found = safety_over_ambition(target, never.values(), msg.text)
+        dropped, found = safety_over_ambition(target, never.values(), said)
         if not dropped:
             dropped, found = crisis_first(mode, stretch=target)
         if not dropped:
@@ -395,7 +405,7 @@ def build_sheet(
         strategy=strategy,
         mode=mode,
         crisis=crisis,
-        resources=_resources(mode, crisis, language, register, answered),
+        resources=_resources(mode, crisis, language, register, helplines, answered),
         answered_check_in=answered if mode in SAFETY_MODES else None,
         focus_goal=focus,
         signal=signal,
@@ -421,30 +431,32 @@ def _resources(
     crisis: CrisisScreen,
     language: Language,
     register: Register,
+    helplines: Helplines,
     answered: CheckInAnswer | None = None,
 ) -> list[str]:
     """The help lines a reply of ``mode`` must carry (the validator checks them)."""
     if mode == "crisis":
-        return resources(crisis.category, language, register)
+        return helplines.lines(crisis.category, language, register)
     if mode == "care" and answered == "denied":
-        return [check_in_resources(language, register)]
+        return [helplines.lifeline(language, register)]
     if mode == "care":
-        return [resource_reminder(language, register)]
+        return [helplines.reminder(language, register)]
     if mode == "check_in":
-        return [check_in_resources(language, register)]
+        return [helplines.lifeline(language, register)]
     return []
 
 
-def render(sheet: DecisionSheet) -> str:
+def render(sheet: DecisionSheet, *, helplines: Helplines = SHIPPED) -> str:
     """Deterministic prose from the sheet alone (see services/synth/render.py)."""
-    return _render.render(sheet)
+    return _render.render(sheet, helplines=helplines)
 
 
-def validate(text: str, sheet: DecisionSheet) -> list[str]:
+def validate(text: str, sheet: DecisionSheet, *, helplines: Helplines = SHIPPED) -> list[str]:
     """Problems with a reply, judged against the sheet; empty means it may be sent.
 
     The one reply checker (coachbus.replycheck), which Coach uses too, plus what
-    only the sheet knows: the help lines a crisis or check-in reply must carry.
+    only the sheet knows: the help lines a crisis or check-in reply must carry
+    (``helplines``: the lines the sheet was built with).
     """
     if not text.strip():
         return ["empty reply"]
@@ -459,7 +471,7 @@ def validate(text: str, sheet: DecisionSheet) -> list[str]:
     if sheet.mode in ("care", "check_in") and not any(r in text for r in sheet.resources):
         problems.append(f"{sheet.mode} reply lacks its help line")
     if sheet.mode == "crisis":
-        for number in required_numbers(sheet.crisis.category, sheet.language):
+        for number in helplines.required_numbers(sheet.crisis.category, sheet.language):
             if number not in text:
                 problems.append(f"crisis reply lacks help line {number}")
     return problems
@@ -488,10 +500,11 @@ def review_without_stability(
     )
 
 
-def _minimal(sheet: DecisionSheet) -> str:
+def _minimal(sheet: DecisionSheet, helplines: Helplines) -> str:
     """The last fallback: only the essential parts, which never carry markers."""
     return _render.render(
-        sheet.model_copy(update={"pattern": None, "pattern_evidence": None, "stretch": False})
+        sheet.model_copy(update={"pattern": None, "pattern_evidence": None, "stretch": False}),
+        helplines=helplines,
     )
 
 
@@ -505,36 +518,43 @@ _LAST_RESORT = Phrase(
 )
 
 
-def _last_resort(sheet: DecisionSheet) -> str:
+def _last_resort(sheet: DecisionSheet, helplines: Helplines) -> str:
+    lang, reg = sheet.language, sheet.formality
     if sheet.mode == "crisis":
-        return crisis_reply(sheet.crisis.category, sheet.language, sheet.formality)
+        return crisis_reply(sheet.crisis.category, lang, reg, helplines)
     if sheet.mode == "check_in":
-        return check_in_reply(sheet.language, sheet.formality, again=sheet.crisis.question)
+        return check_in_reply(lang, reg, helplines, again=sheet.crisis.question)
     if sheet.mode == "care" and sheet.answered_check_in == "denied":
-        return after_denial_reply(sheet.language, sheet.formality)
+        return after_denial_reply(lang, reg, helplines)
     return " ".join([_LAST_RESORT.get(sheet.language, sheet.formality), *sheet.resources])
 
 
 def synthesize(
-    msg: UserMessage, results: Mapping[str, AgentResult], missing: Sequence[str]
+    msg: UserMessage,
+    results: Mapping[str, AgentResult],
+    missing: Sequence[str],
+    *,
+    helplines: Helplines = SHIPPED,
 ) -> SynthOutcome:
-    sheet = build_sheet(msg, results, missing)
-    text = render(sheet)
-    problems = validate(text, sheet)
+    """``helplines``: the lines this service was configured with as it started; the
+    validator of the prose that may replace the reply needs the same (``validate``)."""
+    sheet = build_sheet(msg, results, missing, helplines=helplines)
+    text = render(sheet, helplines=helplines)
+    problems = validate(text, sheet, helplines=helplines)
     if problems:
         # Bounded deterministic repair: drop the optional, user-derived parts.
-        text = _minimal(sheet)
-        problems = validate(text, sheet)
+        text = _minimal(sheet, helplines)
+        problems = validate(text, sheet, helplines=helplines)
     if problems and sheet.mode not in SAFETY_MODES:
         # Still failing (e.g. a tiny word budget): widen the budget rather than send
         # something unsafe; the safety-relevant checks are unaffected by this.
         sheet = sheet.model_copy(update={"min_words": 0, "max_words": max(sheet.max_words, 220)})
-        problems = validate(text, sheet)
+        problems = validate(text, sheet, helplines=helplines)
     if problems:
         # Last resort: a reply built only from fixed, pre-checked sentences, so a
         # defect in the phrase library can never ship a blocked step or an artefact.
-        text = _last_resort(sheet)
-        problems = validate(text, sheet.model_copy(update={"min_words": 0}))
+        text = _last_resort(sheet, helplines)
+        problems = validate(text, sheet.model_copy(update={"min_words": 0}), helplines=helplines)
     return SynthOutcome(
         text=text,
         language=sheet.language,

@@ -29,7 +29,9 @@ from coachbus.contracts.payloads import (
     PatternClass,
     TurnSignal,
 )
-from coachbus.safety import CATALOGUE, after_denial_reply, check_in_reply, crisis_reply
+from coachbus.safety.helplines import Helplines
+from coachbus.safety.replies import after_denial_reply, check_in_reply, crisis_reply
+from coachbus.safety.steps import CATALOGUE
 from coachbus.text import DOMAIN_ORDER, Phrase, domain_label, find_markers, pick, word_count
 
 _PKG = "services.synth.content"
@@ -257,16 +259,17 @@ def parts(sheet: DecisionSheet) -> list[_Part]:
 _DROP_ORDER = ("stretch", "quote", "follow", "pattern", "question")
 
 
-def render(sheet: DecisionSheet) -> str:
-    """Deterministic prose from the sheet alone, within its word budget."""
+def render(sheet: DecisionSheet, *, helplines: Helplines) -> str:
+    """Deterministic prose from the sheet alone, within its word budget (a safety
+    reply with the ``helplines`` the service was configured with)."""
+    lang, reg = sheet.language, sheet.formality
     if sheet.mode == "crisis":
-        return crisis_reply(sheet.crisis.category, sheet.language, sheet.formality)
+        return crisis_reply(sheet.crisis.category, lang, reg, helplines)
     if sheet.mode == "check_in":
-        return check_in_reply(sheet.language, sheet.formality, again=sheet.crisis.question)
+        return check_in_reply(lang, reg, helplines, again=sheet.crisis.question)
     if sheet.mode == "care" and sheet.answered_check_in == "denied":
-        return after_denial_reply(sheet.language, sheet.formality)
+        return after_denial_reply(lang, reg, helplines)
     if sheet.mode == "care":
-        lang, reg = sheet.language, sheet.formality
         return " ".join(
             [
                 CARE_OPEN.get(lang, reg),

@@ -33,6 +33,7 @@ from __future__ import annotations
 import re
 import tomllib
 import unicodedata
+from dataclasses import dataclass
 from functools import cache, lru_cache
 from importlib import resources
 
@@ -148,6 +149,28 @@ _MEMO_MAX_CHARS = 8192
 _normalize_memo = lru_cache(maxsize=512)(_normalize)
 
 
+@dataclass(frozen=True, slots=True)
+class NormalizedText:
+    """A message as typed (``raw``) and in the form every screen reads (``text``).
+
+    A turn's message is normalised once and this value is handed to each screen that
+    reads it (crisis, conversation, risky steps), so they all read one form and none
+    normalises the same text again."""
+
+    raw: str
+    text: str
+
+    @classmethod
+    def of(cls, raw: str) -> NormalizedText:
+        return cls(raw, normalize(raw))
+
+
+def normalized(text: str | NormalizedText) -> NormalizedText:
+    """``text`` as a :class:`NormalizedText`: normalised now when it is a plain string,
+    as it is when a caller already normalised it."""
+    return text if isinstance(text, NormalizedText) else NormalizedText.of(text)
+
+
 def fold_pattern(pattern: str) -> str:
     """A regex written in ordinary spelling, folded like :func:`normalize` folds text.
 
@@ -167,4 +190,4 @@ def fold_pattern(pattern: str) -> str:
 _LITERAL = re.compile(r"\\.|[^\\]")
 
 
-__all__ = ["fold_pattern", "normalize"]
+__all__ = ["NormalizedText", "fold_pattern", "normalize", "normalized"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import secrets
 from functools import lru_cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
@@ -179,10 +180,13 @@ class CoachbusSettings(BaseSettings):
     dlq_retention_ms: int = Field(default=3 * 86_400_000, ge=3_600_000)
     compaction_lag_ms: int = Field(default=86_400_000, ge=60_000)
     tombstone_retention_ms: int = Field(default=86_400_000, ge=60_000)
-    # Whose help lines crisis replies and the web chat show: a locale of the help-lines
-    # file (coachbus/content/helplines.toml, or COACHBUS_HELPLINES_FILE), e.g. de-AT.
-    # Unset: the default of each user's language (see coachbus.helplines).
-    locale: str | None = Field(default=None, validate_default=True)
+    # The help-lines file crisis replies and the web chat show (unset: the shipped
+    # coachbus/content/helplines.toml). A service that shows help lines reads and
+    # checks it as it starts (coachbus.safety.helplines.Helplines.configured).
+    helplines_file: Path | None = None
+    # Whose help lines those are: a locale of that file, e.g. de-AT, checked with it.
+    # Unset: the default of each user's language.
+    locale: str | None = None
     # The LLM layer reads COACHBUS_LLM_* through its own settings (coachbus.llm.settings).
 
     @field_validator("api_keys", mode="before")
@@ -244,16 +248,6 @@ class CoachbusSettings(BaseSettings):
         if bad:
             raise ValueError(f"ports out of range: {bad}")
         return value
-
-    @field_validator("locale")
-    @classmethod
-    def _known_locale(cls, value: str | None) -> str | None:
-        # Loading the help lines here (also with no locale set) checks the file at
-        # start-up: a typo in an operator's copy stops the service now, not in a crisis.
-        from coachbus.helplines import table
-
-        lines = table()
-        return lines.canonical(value) if value else None
 
     @model_validator(mode="after")
     def _refuse_placeholders(self) -> CoachbusSettings:

@@ -11,7 +11,7 @@ last, stay short.
 from __future__ import annotations
 
 from coachbus.contracts.payloads import PatternClass
-from coachbus.safety import CATALOGUE
+from coachbus.safety.steps import CATALOGUE
 
 PATTERN_DEFINITIONS: dict[PatternClass, str] = {
     PatternClass.AVOIDANCE: "a stated goal repeatedly not acted on, excuses, putting it off",

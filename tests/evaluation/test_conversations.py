@@ -10,7 +10,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from coachbus import conversation_risk
+from coachbus.safety.calibration import conversation_calibration
 from evaluation import cli as eval_cli
 from evaluation import conversations as conv
 
@@ -76,7 +76,7 @@ def test_the_corpus_is_big_enough_and_its_splits_are_apart() -> None:
 
 def test_the_committed_calibration_is_what_the_split_measures() -> None:
     measured = conv.measure_calibration(conv.run(conv.CALIBRATION_SPLIT, DATA))
-    assert conversation_risk.calibration() == measured, (
+    assert conversation_calibration() == measured, (
         "content/crisis/conversation_calibration.toml is stale: run "
         "`coachbus eval crisis --conversations --calibrate`"
     )

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from coachbus import crisis
+from coachbus.safety.calibration import calibration
 from evaluation import cli as eval_cli
 from evaluation import crisis as evaluation
 from evaluation.corpus import SPLITS, load, splits
@@ -23,7 +23,7 @@ def test_committed_calibration_is_what_the_calibration_split_measures() -> None:
     # rules are fitted, every answer is right and the screen would claim certainty.
     items = load("crisis", evaluation.CALIBRATION_SPLIT, DATA)
     measured = evaluation.measure_calibration(evaluation.deterministic(items).answers)
-    assert crisis.calibration().confidence == measured, (
+    assert calibration().confidence == measured, (
         "content/crisis/calibration.toml is stale: run `coachbus eval crisis --calibrate`"
     )
 

@@ -21,12 +21,12 @@ from typing import Any
 import httpx
 import pytest
 
-from coachbus import crisis
 from coachbus.contracts import TurnBudget, UserMessage
 from coachbus.contracts.payloads import PatternClass
 from coachbus.llm import LLMSettings, Message, PromptBuilder, render_chatml
 from coachbus.memory import context_for, remember
-from coachbus.safety import CATALOGUE
+from coachbus.safety.model import RISK_INSTRUCTIONS
+from coachbus.safety.steps import CATALOGUE
 from coachbus.text import find_markers
 from evaluation.chain import results_for
 from tests.fault.conftest import by_event, post_turn
@@ -231,7 +231,7 @@ def _agent_prompts(injection: str) -> dict[str, list[Message]]:
         "coach": coach_prompts.messages(builder, ctx, coach_p, register, errors),
         "persona": persona_prompts.messages(builder, ctx, errors),
         "shadow": shadow_prompts.messages(builder, ctx, errors),
-        "stability": stability_prompts.messages(builder, ctx, crisis.RISK_INSTRUCTIONS, errors),
+        "stability": stability_prompts.messages(builder, ctx, RISK_INSTRUCTIONS, errors),
         "synth": synth_prompts.messages(builder, ctx, sheet, errors),
     }
 

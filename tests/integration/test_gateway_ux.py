@@ -136,7 +136,7 @@ async def test_every_crisis_reaches_a_human_once_and_the_turn_after_asks_again(
 
         # The turn after answers "are you safe right now?", and "I'm still here" is no
         # clear yes: asked again, gently, with the help lines in view, and a human
-        # sees that answer too (coachbus.conversation_risk).
+        # sees that answer too (coachbus.safety.conversation).
         after = await send(client, rs, "alice", "ok. ich bin noch da.", session="c1")
         stream = await events(client, rs, "alice", after)
         final = next(d for n, d in stream if n == "final")

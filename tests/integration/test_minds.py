@@ -24,7 +24,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from coachbus.embedded.stack import Stack, StackConfig
 from coachbus.llm.sim import SimConfig
 from coachbus.roster import AGENT_SERVICES
-from coachbus.safety import CATALOGUE
+from coachbus.safety.steps import CATALOGUE
 from tests.fixtures.conversation import CONVERSATION, ScriptedTurn, turns_for
 from tests.integration.conftest import KEYS as SHARED_KEYS
 from tests.integration.conftest import RunningStack, until_whole

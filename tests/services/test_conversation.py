@@ -10,7 +10,8 @@ import re
 import pytest
 
 from coachbus.contracts.payloads import CrisisCategory
-from coachbus.safety import CATALOGUE, required_numbers
+from coachbus.safety.helplines import SHIPPED
+from coachbus.safety.steps import CATALOGUE
 from coachbus.text import detect_language, find_markers
 from tests.fixtures.conversation import CONVERSATION, USERS, sessions_of, turns_for
 from tests.fixtures.replay import Step, replay
@@ -89,7 +90,7 @@ def test_crisis_turns_get_safe_replies_with_resources(steps: dict[str, list[Step
         assert s.stability.crisis.category is cat
         assert s.stability.crisis.escalated
         for text in (s.coach.text, s.final.text):
-            for number in required_numbers(cat, s.turn.language):
+            for number in SHIPPED.required_numbers(cat, s.turn.language):
                 assert number in text, (s.turn.turn_id, number)
         assert s.coach.crisis_mode
         assert s.final.crisis_mode

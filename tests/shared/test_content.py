@@ -15,8 +15,9 @@ from typing import Any, get_args
 import pytest
 
 from coachbus import content as C
-from coachbus import safety, text
+from coachbus import text
 from coachbus.content.phrases import DOMAIN, phrase, variants
+from coachbus.safety import steps
 from coachbus.text import (
     DOMAIN_LABELS,
     DOMAIN_ORDER,
@@ -68,7 +69,7 @@ def _phrases(module: ModuleType) -> dict[str, Phrase]:
 ALL: dict[str, Phrase] = {
     **_phrases(coach_phrases),
     **_phrases(render),
-    **{f"safety.CATALOGUE[{k!r}].safer": s.safer for k, s in safety.CATALOGUE.items()},
+    **{f"steps.CATALOGUE[{k!r}].safer": s.safer for k, s in steps.CATALOGUE.items()},
 }
 
 
@@ -113,18 +114,18 @@ def test_every_life_domain_has_its_label_and_steps() -> None:
     assert set(text.DOMAIN_REGEX) == set(DOMAIN_ORDER)
     # Coach's per-domain questions and the catalogue name only known domains.
     assert set(coach_phrases.QUESTION_BY_DOMAIN) <= set(DOMAIN_ORDER)
-    assert {s.domain for s in safety.CATALOGUE.values()} - {None} <= set(DOMAIN_ORDER)
+    assert {s.domain for s in steps.CATALOGUE.values()} - {None} <= set(DOMAIN_ORDER)
 
 
-@pytest.mark.parametrize("step_id", sorted(safety.CATALOGUE))
+@pytest.mark.parametrize("step_id", sorted(steps.CATALOGUE))
 def test_every_risky_step_has_markers_and_a_safer_phrase(step_id: str) -> None:
-    spec = safety.CATALOGUE[step_id]
+    spec = steps.CATALOGUE[step_id]
     assert spec.markers and all(m == m.strip().lower() for m in spec.markers)
     for lang, reg in FORMS:
         assert spec.safer.get(lang, reg).strip()
         assert not spec.safer.placeholders()
-    assert spec.needs_condition in ("", *safety.CONDITION_TTL)
-    assert set(spec.reveals) <= set(safety.CONDITION_TTL)
+    assert spec.needs_condition in ("", *steps.CONDITION_TTL)
+    assert set(spec.reveals) <= set(steps.CONDITION_TTL)
 
 
 def test_one_placeholder_vocabulary() -> None:
@@ -195,10 +196,10 @@ def _broken(monkeypatch: pytest.MonkeyPatch, name: str, edit: Callable[[Any], No
 def test_a_broken_catalogue_names_the_step(monkeypatch: pytest.MonkeyPatch) -> None:
     _broken(monkeypatch, "risky_steps.toml", lambda raw: raw["step"][2]["safer"].pop("en"))
     with pytest.raises(C.ContentError, match=r"risky_steps.toml: step\[2\].safer.en: must be"):
-        safety._catalogue()
+        steps._catalogue()
     _broken(monkeypatch, "risky_steps.toml", lambda raw: raw["step"][0].update(reveals=["x"]))
     with pytest.raises(C.ContentError, match=r"step\[0\].reveals: 'x' is not a \[condition\]"):
-        safety._catalogue()
+        steps._catalogue()
 
 
 def test_a_domain_without_a_label_form_names_its_place(monkeypatch: pytest.MonkeyPatch) -> None:

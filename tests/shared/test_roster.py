@@ -1,5 +1,5 @@
 """One home each: the services' names (coachbus.roster) and the severity order
-(coachbus.severity), and the lists derived from them."""
+(coachbus.safety.severity), and the lists derived from them."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from coachbus.contracts import AGENTS, HumanReviewRequest
 from coachbus.roster import AGENT_SERVICES, GATEWAY, SERVICES, SYNTH, WORKERS
-from coachbus.severity import SEVERITY_RANK
+from coachbus.safety.severity import SEVERITY_RANK
 
 pytestmark = pytest.mark.unit
 

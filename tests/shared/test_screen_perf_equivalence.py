@@ -15,9 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from coachbus import crisis
 from coachbus import normalize as norm
+from coachbus.contracts.payloads import CrisisCategory
 from coachbus.llm import prompt
+from coachbus.safety import prefilter, rulebook, screen
+from coachbus.safety.calibration import calibration
 from evaluation.corpus import SPLITS, load
 
 pytestmark = pytest.mark.unit
@@ -122,43 +124,48 @@ def test_normalize_is_unchanged() -> None:
 
 
 def test_memoised_screen_equals_a_fresh_one() -> None:
-    book, cal = crisis.rulebook(), crisis.calibration()
+    book, cal = rulebook.rulebook(), calibration()
     texts = TRICKY + _corpus_texts()
-    crisis.clear_memo()
-    first = [crisis.assess(t) for t in texts]
-    again = [crisis.assess(t) for t in texts]  # the memo holds the last 256
-    fresh = [crisis._assess(t, book, cal) for t in texts]
+    screen.clear_memo()
+    first = [screen.assess(t) for t in texts]
+    again = [screen.assess(t) for t in texts]  # the memo holds the last 256
+    fresh = [screen.screen_normalized(norm.normalize(t), book, cal) for t in texts]
     assert first == fresh
     assert again == fresh
 
 
 def test_a_screen_handed_out_cannot_change_the_next() -> None:
     text = "I don't want to live anymore."
-    crisis.clear_memo()
-    one = crisis.screen_crisis(text)
+    screen.clear_memo()
+    one = screen.screen_crisis(text)
     one.matched.append("tampered")
     one.confidence = 0.0
-    two = crisis.screen_crisis(text)
+    two = screen.screen_crisis(text)
     assert two is not one
     assert "tampered" not in two.matched
-    assert two == crisis._assess(text, crisis.rulebook(), crisis.calibration()).screen()
+    fresh = screen.screen_normalized(norm.normalize(text), rulebook.rulebook(), calibration())
+    assert two == fresh.screen()
     with pytest.raises(AttributeError):
-        crisis.assess(text).outcome = "clean"  # type: ignore[misc]
+        screen.assess(text).outcome = "clean"  # type: ignore[misc]
 
 
 def test_another_rule_book_is_not_answered_from_the_memo() -> None:
     text = "the purple elephant tax form"
-    assert crisis.screen_crisis(text).category is crisis.CrisisCategory.NONE
-    toml = (Path(crisis.__file__).parent / "content" / "crisis" / "rules.toml").read_text("utf-8")
+    assert screen.screen_crisis(text).category is CrisisCategory.NONE
+    toml = _rules_toml()
     extra = (
         '\n[[rule]]\nid = "test-elephant"\nlabel = "abuse"\nkind = "test"\n'
         'patterns = ["\\\\bpurple elephant\\\\b"]\n'
     )
-    other = crisis.parse_rulebook(toml + extra)
-    found = crisis.assess(text, other)
-    assert found.category is crisis.CrisisCategory.ABUSE
+    other = rulebook.parse_rulebook(toml + extra)
+    found = screen.assess(text, other)
+    assert found.category is CrisisCategory.ABUSE
     # And back on the default book, the default answer.
-    assert crisis.screen_crisis(text).category is crisis.CrisisCategory.NONE
+    assert screen.screen_crisis(text).category is CrisisCategory.NONE
+
+
+def _rules_toml() -> str:
+    return (Path(norm.__file__).parent / "content" / "crisis" / "rules.toml").read_text("utf-8")
 
 
 class _OldFitBuilder(prompt.PromptBuilder):
@@ -250,7 +257,7 @@ def test_prompt_fit_is_unchanged(budget: int) -> None:
         assert new.build(ctx, "persona", "Answer as JSON.") == expected
 
 
-# ------------------------------------------------- required strings (crisis._required)
+# ----------------------------------------- required strings (prefilter.required_strings)
 
 
 @pytest.mark.parametrize(
@@ -277,14 +284,14 @@ def test_prompt_fit_is_unchanged(budget: int) -> None:
     ],
 )
 def test_required_strings(pattern: str, required: tuple[tuple[str, ...], ...] | None) -> None:
-    assert crisis._required(re.compile(pattern)) == required
+    assert prefilter.required_strings(re.compile(pattern)) == required
 
 
 def test_a_case_insensitive_pattern_requires_nothing() -> None:
-    assert crisis._required(re.compile(r"\bjahre her", re.IGNORECASE)) is None
+    assert prefilter.required_strings(re.compile(r"\bjahre her", re.IGNORECASE)) is None
 
 
-def _book_patterns(book: crisis.RuleBook) -> list[crisis.Pattern]:
+def _book_patterns(book: rulebook.RuleBook) -> list[prefilter.Pattern]:
     out = [p for r in book.rules for p in r.rx] + [p for g in book.guards for p in g.rx]
     out += list(book.cues)
     if book.history is not None:
@@ -299,7 +306,7 @@ def test_every_match_holds_what_its_pattern_requires() -> None:
     # two of them must keep it too), which spares a million calls.
     text = "\n".join(norm.normalize(t) for t in TRICKY + _corpus_texts())
     checked = 0
-    for p in _book_patterns(crisis.rulebook()):
+    for p in _book_patterns(rulebook.rulebook()):
         assert p.required is not None, p.rx.pattern  # every pattern of today's book has one
         for m in p.rx.finditer(text):
             for group in p.required:
@@ -312,25 +319,26 @@ def test_skipping_patterns_changes_no_finding(monkeypatch: pytest.MonkeyPatch) -
     # Both gates at once (one pass instead of two: each pass is seconds): the
     # shipped screen against one that tries every pattern everywhere, as before the
     # word map and the required strings.
-    cal = crisis.calibration()
-    toml = (Path(crisis.__file__).parent / "content" / "crisis" / "rules.toml").read_text("utf-8")
-    gated = crisis.parse_rulebook(toml)
+    cal = calibration()
+    toml = _rules_toml()
+    gated = rulebook.parse_rulebook(toml)
     rng = random.Random(23)
     texts = TRICKY + _corpus_texts()
     words = " ".join(texts).split()
     # Every corpus text, and random mixes of their words.
     texts += [" ".join(rng.choices(words, k=rng.randint(1, 60))) for _ in range(400)]
-    expected = [crisis._assess(t, gated, cal) for t in texts]
-    monkeypatch.setattr(crisis, "_required", lambda rx: None)
-    plain = crisis.parse_rulebook(toml)
+    said = [norm.normalize(t) for t in texts]
+    expected = [screen.screen_normalized(t, gated, cal) for t in said]
+    monkeypatch.setattr(prefilter, "required_strings", lambda rx: None)
+    plain = rulebook.parse_rulebook(toml)
     assert all(p.required is None for p in _book_patterns(plain))
     every = {id(p) for p in _book_patterns(plain)}
-    monkeypatch.setattr(crisis.RuleBook, "live", lambda self, index: every)
-    assert [crisis._assess(t, plain, cal) for t in texts] == expected
+    monkeypatch.setattr(rulebook.RuleBook, "live", lambda self, index: every)
+    assert [screen.screen_normalized(t, plain, cal) for t in said] == expected
 
 
 def test_a_message_visits_what_it_can_touch_in_order() -> None:
-    book = crisis.rulebook()
+    book = rulebook.rulebook()
     every = {id(p) for p in _book_patterns(book)}
     # Every pattern live: every rule, guard and cue, in the book's order.
     assert book.visit(every) == {

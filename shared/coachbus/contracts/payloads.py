@@ -284,8 +284,8 @@ CheckInAnswer = Literal["affirmed", "denied", "unclear", "safe", "unsafe"]
 
 class CrisisScreen(_Model):
     category: CrisisCategory
-    # How often this answer was right on labelled data (see coachbus.crisis): for a
-    # crisis, the precision of the rule kind that fired; for "none", how often
+    # How often this answer was right on labelled data (coachbus.safety.calibration):
+    # for a crisis, the precision of the rule kind that fired; for "none", how often
     # "none" was right in its bucket (clean text, or text with risk cues).
     confidence: Score01 = Field(ge=0, le=1)
     matched: list[str]
@@ -297,7 +297,7 @@ class CrisisScreen(_Model):
     uncertain: bool = False
     # What the finding rests on: the message alone, the person's answer to a question
     # we asked (our check-in, or "are you safe right now?"), or warning signs that add
-    # up across recent messages (coachbus.conversation_risk). A screen of the message
+    # up across recent messages (coachbus.safety.conversation). A screen of the message
     # alone cannot see the last two: "ja" carries no risk word.
     basis: ScreenBasis = "message"
     # A way, a means at hand or a decided time is known (C-SSRS levels 5-6), or the

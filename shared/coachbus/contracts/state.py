@@ -219,7 +219,7 @@ class CrisisEvent(_Part):
 
 class OpenCheckIn(_Part):
     """A question our reply asked and the person has not answered yet: their next
-    message is read as the answer to it first (coachbus.conversation_risk)."""
+    message is read as the answer to it first (coachbus.safety.conversation)."""
 
     question: CheckInQuestion
     # The crisis the "are you safe right now?" question followed (none for our check-in).
@@ -270,7 +270,7 @@ class SafetyState(StateRecord):
     conditions: dict[str, int] = Field(default_factory=dict)
     crisis_history: list[CrisisEvent] = Field(default_factory=list)
     last_session: str | None = None
-    # The conversation's safety memory (coachbus.conversation_risk): the question our
+    # The conversation's safety memory (coachbus.safety.conversation): the question our
     # last reply asked, how earlier ones were answered, and recent warning signs.
     open_check_in: OpenCheckIn | None = None
     check_ins: list[ClosedCheckIn] = Field(default_factory=list)

@@ -40,7 +40,7 @@ from coachbus.llm.controller import (
 from coachbus.llm.settings import LLMSettings, LLMTier
 from coachbus.llm.tokens import count_messages_within
 from coachbus.metrics import TIER_DECISIONS
-from coachbus.severity import SEVERITY_RANK, Severity
+from coachbus.safety.severity import SEVERITY_RANK, Severity
 
 log = logging.getLogger(__name__)
 

@@ -47,7 +47,7 @@ def turn_diff(
     latency_s: float | None,
 ) -> dict[str, Any]:
     """What the candidate decided differently on one recorded turn."""
-    from coachbus.safety import markers_of
+    from coachbus.safety.steps import markers_of
     from coachbus.text import find_markers
 
     b_crisis, c_crisis = (

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from coachbus.contracts.state import Blackboard, SafetyState
-from coachbus.crisis import screen_crisis
-from coachbus.safety import CATALOGUE
+from coachbus.safety.screen import screen_crisis
+from coachbus.safety.steps import CATALOGUE
 from coachbus.text import detect_language, find_markers
 from services.coach.logic import quick_reply
 from services.shadow.logic import observe

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from fastapi.testclient import TestClient
 from pydantic import SecretStr
 
-from coachbus import helplines, safety
 from coachbus.contracts.payloads import CrisisCategory
-from coachbus.settings import ApiKey, CoachbusSettings, get_settings
+from coachbus.safety.helplines import Helplines
+from coachbus.safety.replies import crisis_reply
+from coachbus.settings import ApiKey, CoachbusSettings
 from services.gateway.api import create_api
 from services.gateway.auth import KeyRing
 from services.gateway.review import ReviewQueue
@@ -19,24 +18,19 @@ from services.gateway.turns import TurnStore
 pytestmark = pytest.mark.unit
 
 
-@pytest.fixture
-def client() -> TestClient:
+def _client(settings: CoachbusSettings) -> TestClient:
     async def publish(_message: object) -> None:
         return None
 
     # The whole app, front door included: the key check must let this one path through.
     ring = KeyRing([ApiKey(user_id="a", key=SecretStr("k" * 40))])
-    api = create_api(CoachbusSettings(), ring, TurnStore(), publish, ReviewQueue(), publish)
+    api = create_api(settings, ring, TurnStore(), publish, ReviewQueue(), publish)
     return TestClient(api)
 
 
 @pytest.fixture
-def locale_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]:
-    get_settings.cache_clear()
-    helplines.table.cache_clear()
-    yield monkeypatch
-    get_settings.cache_clear()
-    helplines.table.cache_clear()
+def client() -> TestClient:
+    return _client(CoachbusSettings())
 
 
 def numbers(body: dict[str, object]) -> set[str]:
@@ -76,13 +70,16 @@ def test_an_unknown_language_is_refused(client: TestClient) -> None:
 
 
 def test_the_configured_locale_is_what_the_page_and_the_replies_show(
-    client: TestClient, locale_env: pytest.MonkeyPatch
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    locale_env.setenv("COACHBUS_LOCALE", "de-AT")
-    body = client.get("/v1/help-lines", params={"language": "en"}).json()
+    monkeypatch.setenv("COACHBUS_LOCALE", "de-AT")
+    settings = CoachbusSettings()
+    body = _client(settings).get("/v1/help-lines", params={"language": "en"}).json()
     assert body["locale"] == "de-AT" and body["region"] == "Austria"
     assert numbers(body) == {"112", "144", "142", "0800 222 555"}
+    # What Coach and Synth configure from the same settings as they start.
+    lines = Helplines.configured(settings.helplines_file, settings.locale)
     replies = " ".join(
-        safety.crisis_reply(c, "en", "informal") for c in CrisisCategory if c.value != "none"
+        crisis_reply(c, "en", "informal", lines) for c in CrisisCategory if c.value != "none"
     )
     assert all(n in replies for n in numbers(body))

@@ -5,9 +5,9 @@ a human-review request's severity). Their order decides two things that must
 agree: which decisions the LLM router puts before a human (``human_at`` in the
 policy) and what the gateway's review queue shows first and may never evict.
 
-This is not ``coachbus.crisis.CRISIS_RANK``: that ranks crisis *categories*
+This is not ``coachbus.safety.screen.CRISIS_RANK``: that ranks crisis *categories*
 (suicidal ideation above abuse) to pick the worst match of one screen; this ranks
-the *severity* a review is filed at, which ``crisis.review_severity`` and the
+the *severity* a review is filed at, which ``screen.review_severity`` and the
 policy produce from a screen.
 """
 

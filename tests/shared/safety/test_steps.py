@@ -1,55 +1,36 @@
-"""The shared help resources and risky-step catalogue (the crisis screen: test_crisis.py)."""
+"""The risky-step catalogue and the standing conditions (coachbus.safety.steps)."""
 
 from __future__ import annotations
 
 import pytest
 
-from coachbus import safety
-from coachbus.contracts.payloads import CrisisCategory
+from coachbus.normalize import NormalizedText
+from coachbus.safety import steps
 from coachbus.text import find_markers
 
 pytestmark = pytest.mark.unit
 
-C = CrisisCategory
-
-
-@pytest.mark.parametrize("category", [c for c in C if c is not C.NONE])
-@pytest.mark.parametrize(
-    ("language", "register"), [("en", "informal"), ("de", "informal"), ("de", "formal")]
-)
-def test_crisis_reply_has_required_help_lines(
-    category: CrisisCategory, language: str, register: str
-) -> None:
-    reply = safety.crisis_reply(category, language, register)  # type: ignore[arg-type]
-    for number in safety.required_numbers(category, language):  # type: ignore[arg-type]
-        assert number in reply
-    if language == "de" and register == "formal":
-        assert " du " not in reply
-        assert " dich " not in reply
-    if language == "de" and register == "informal":
-        assert " Sie " not in reply
-
 
 def test_risky_steps_found_in_the_ambition_message() -> None:
-    hits = safety.screen_steps(
+    hits = steps.screen_steps(
         "I want to quit my job tomorrow and go all in on my startup with all my savings."
     )
     assert {h.spec.step_id for h in hits} == {"quit_job_abruptly", "all_savings"}
 
 
 def test_training_daily_is_only_risky_when_injured() -> None:
-    assert safety.screen_steps("I want to train every day.") == []
-    hits = safety.screen_steps("I want to train every day.", {"injury"})
+    assert steps.screen_steps("I want to train every day.") == []
+    hits = steps.screen_steps("I want to train every day.", {"injury"})
     assert [h.spec.step_id for h in hits] == ["train_through_injury"]
-    hits = safety.screen_steps("Mein Knie tut weh, aber ich will jeden Tag trainieren.")
+    hits = steps.screen_steps("Mein Knie tut weh, aber ich will jeden Tag trainieren.")
     assert [h.spec.step_id for h in hits] == ["train_through_injury"]
 
 
 def test_medication_and_diet_steps_in_german() -> None:
-    assert [h.spec.step_id for h in safety.screen_steps("Ich will meine Tabletten absetzen.")] == [
+    assert [h.spec.step_id for h in steps.screen_steps("Ich will meine Tabletten absetzen.")] == [
         "stop_medication"
     ]
-    assert [h.spec.step_id for h in safety.screen_steps("Ich mache eine Crash-Diät.")] == [
+    assert [h.spec.step_id for h in steps.screen_steps("Ich mache eine Crash-Diät.")] == [
         "crash_diet"
     ]
 
@@ -72,12 +53,12 @@ SLIPS: dict[str, tuple[str, str]] = {
 
 
 def test_catalogue_and_slip_table_cover_the_same_steps() -> None:
-    assert set(SLIPS) == set(safety.CATALOGUE)
+    assert set(SLIPS) == set(steps.CATALOGUE)
 
 
 @pytest.mark.parametrize("step_id", sorted(SLIPS))
 def test_markers_catch_a_slipped_step_in_both_languages(step_id: str) -> None:
-    spec = safety.CATALOGUE[step_id]
+    spec = steps.CATALOGUE[step_id]
     assert all(m == m.lower() for m in spec.markers)
     en, de = SLIPS[step_id]
     assert find_markers(en, spec.markers), en
@@ -86,7 +67,7 @@ def test_markers_catch_a_slipped_step_in_both_languages(step_id: str) -> None:
 
 @pytest.mark.parametrize("step_id", sorted(SLIPS))
 def test_risk_frame_is_in_range(step_id: str) -> None:
-    risk = safety.CATALOGUE[step_id].risk()
+    risk = steps.CATALOGUE[step_id].risk()
     for v in (risk.severity, risk.detectability, risk.reversibility):
         assert 1 <= v <= 5
     assert risk.priority == risk.severity * risk.detectability * risk.reversibility
@@ -95,21 +76,22 @@ def test_risk_frame_is_in_range(step_id: str) -> None:
 def test_safer_alternatives_never_contain_any_blocked_marker() -> None:
     # The safer path is what replies offer while steps are blocked: it must not trip
     # the validator itself, for any combination of blocked steps.
-    every_marker = [m for s in safety.CATALOGUE.values() for m in s.markers]
-    for spec in safety.CATALOGUE.values():
+    every_marker = [m for s in steps.CATALOGUE.values() for m in s.markers]
+    for spec in steps.CATALOGUE.values():
         for lang, reg in (("en", "informal"), ("de", "informal"), ("de", "formal")):
             text = spec.safer.get(lang, reg)  # type: ignore[arg-type]
             assert find_markers(text, every_marker) == [], (spec.step_id, lang, reg)
 
 
-def test_crisis_replies_contain_no_blocked_marker() -> None:
-    every_marker = [m for s in safety.CATALOGUE.values() for m in s.markers]
-    for category in (c for c in C if c is not C.NONE):
-        for lang, reg in (("en", "informal"), ("de", "informal"), ("de", "formal")):
-            reply = safety.crisis_reply(category, lang, reg)  # type: ignore[arg-type]
-            assert find_markers(reply, every_marker) == []
-
-
 def test_conditions_are_detected() -> None:
-    assert safety.detect_conditions("My knee hurts since Sunday.") == {"injury"}
-    assert "medication" in safety.detect_conditions("I take antidepressants.")
+    assert steps.detect_conditions("My knee hurts since Sunday.") == {"injury"}
+    assert "medication" in steps.detect_conditions("I take antidepressants.")
+
+
+def test_a_normalised_message_is_screened_like_the_raw_one() -> None:
+    text = "Mein Knie tut weh, aber ich will jeden Tag trainieren."
+    said = NormalizedText.of(text)
+    assert steps.screen_steps(said) == steps.screen_steps(text)
+    assert steps.detect_conditions(said) == steps.detect_conditions(text) == {"injury"}
+    spec = steps.CATALOGUE["train_through_injury"]
+    assert spec.heads_for(said) is not None and spec.heads_for(text) is not None

@@ -1,44 +1,46 @@
 """Help lines per locale, from a data file an operator can correct without a release.
 
-The table is ``coachbus/content/helplines.toml``, or the file ``COACHBUS_HELPLINES_FILE``
-names. Whose lines a reply shows:
+The table is ``coachbus/content/helplines.toml``, or the operator's file the setting
+``helplines_file`` names (``COACHBUS_HELPLINES_FILE``). Whose lines a reply shows:
 
-* the locale ``COACHBUS_LOCALE`` names (``CoachbusSettings.locale``), when set: every
-  user gets that country's numbers, in sentences of their own language;
+* the locale the setting ``locale`` names (``COACHBUS_LOCALE``), when set: every user
+  gets that country's numbers, in sentences of their own language;
 * otherwise the file's default for the user's language (English: the US, UK and Irish
   lines with 112 and 911; German: Germany's).
 
 A locale holds numbers and names only. The sentences are templates per language (German
 in du and Sie) that the locale's lines are filled into, so a new country is one small
 table. The file is checked as it loads (every locale has every category, every template
-names only known placeholders, numbers look like numbers), and the settings load it at
-start-up: a broken file or an unknown locale stops a service before its first turn,
-never in the middle of a crisis.
+names only known placeholders, numbers look like numbers).
+
+Lookups are pure: a :class:`HelplineTable` and a locale in, sentences out; nothing here
+reads the environment. A service that shows help lines loads them once as it starts
+(:meth:`Helplines.configured`, from its settings) and passes them to whatever builds a
+reply, so a broken file or an unknown locale stops the service before its first turn,
+never in the middle of a crisis. :data:`SHIPPED` is the shipped table with each user's
+language default (tests, the eval, tools).
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import re
 import string
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal, get_args
 
 from coachbus.contracts.payloads import CrisisCategory
-from coachbus.settings import get_settings
 from coachbus.text import Language, Phrase, Register
 
 log = logging.getLogger(__name__)
 
-FILE_ENV = "COACHBUS_HELPLINES_FILE"
-SHIPPED = "coachbus/content/helplines.toml"
+SHIPPED_FILE = "coachbus/content/helplines.toml"
 
 Kind = Literal["emergency", "lifeline", "abuse", "medical"]
 KINDS: tuple[Kind, ...] = get_args(Kind)
@@ -103,8 +105,11 @@ class Locale:
 
 
 @dataclass(frozen=True, slots=True)
-class Helplines:
-    """The loaded, checked table; ``source`` says which file it came from."""
+class HelplineTable:
+    """The loaded, checked file; ``source`` says which file it came from.
+
+    Every lookup takes the locale: a tag of the file, or None for the default of the
+    user's language."""
 
     source: str
     locales: Mapping[str, Locale]
@@ -115,7 +120,7 @@ class Helplines:
 
     @property
     def known(self) -> tuple[str, ...]:
-        """Every value COACHBUS_LOCALE may take."""
+        """Every value the locale setting (COACHBUS_LOCALE) may take."""
         return tuple(sorted(set(self.locales) | set(self.defaults)))
 
     def canonical(self, tag: str) -> str:
@@ -130,8 +135,7 @@ class Helplines:
         )
 
     def locale(self, language: Language, tag: str | None = None) -> Locale:
-        """The locale ``tag`` names, else the configured one, else the language's default."""
-        tag = tag or configured_locale()
+        """The locale ``tag`` names, else the language's default."""
         key = self.canonical(tag) if tag else self.defaults[language]
         if key not in self.locales:  # a bare language ("de"): its default
             key = self.defaults[key]  # type: ignore[index]
@@ -211,65 +215,74 @@ class Helplines:
         ]
 
 
+@dataclass(frozen=True, slots=True)
+class Helplines:
+    """The help lines a service offers: a checked table and the locale it is set to
+    (None: each user's language default). Built once, as the service starts."""
+
+    table: HelplineTable
+    locale: str | None = None
+
+    @classmethod
+    def configured(cls, path: str | Path | None, locale: str | None) -> Helplines:
+        """The help lines a service offers, from its settings (``helplines_file`` and
+        ``locale``): the file read and checked, the locale looked up in it. Called as
+        the service starts, so a broken file or an unknown locale stops it there
+        (:class:`HelplinesError`, naming the file and the place of the mistake)."""
+        table = load(path) if path else shipped_table()
+        missing = table.unverified()
+        if missing:
+            log.warning(
+                "%d of the help lines in %s carry no `verified` date (e.g. %s): check each "
+                "at its source before shipping",
+                len(missing),
+                table.source,
+                missing[0],
+            )
+        return cls(table, table.canonical(locale) if locale else None)
+
+    def lines(self, category: CrisisCategory, language: Language, register: Register) -> list[str]:
+        """The help-line sentences a crisis reply of ``category`` offers."""
+        return self.table.lines(category, language, register, self.locale)
+
+    def reminder(self, language: Language, register: Register) -> str:
+        """One sentence keeping the help lines in view on the turn after a crisis."""
+        return self.table.reminder(language, register, self.locale)
+
+    def lifeline(self, language: Language, register: Register) -> str:
+        """The crisis-line sentence alone: what a check-in on an uncertain message offers
+        (a direct question and someone to talk to, without the emergency number's alarm)."""
+        return self.table.lifeline(language, register, self.locale)
+
+    def required_numbers(self, category: CrisisCategory, language: Language) -> tuple[str, ...]:
+        """The numbers a crisis reply must contain (what validators check)."""
+        return self.table.required_numbers(category, language, self.locale)
+
+    def as_json(self, language: Language) -> dict[str, Any]:
+        """The lines for the web chat, with its labels, in ``language``."""
+        return self.table.as_json(language, self.locale)
+
+
 # --------------------------------------------------------------------------- loading
 
 
-def load(path: str | Path | None = None) -> Helplines:
-    """Read and check ``path``, else ``$COACHBUS_HELPLINES_FILE``, else the shipped table."""
-    path = path or os.environ.get(FILE_ENV)
+def load(path: str | Path | None = None) -> HelplineTable:
+    """Read and check the file at ``path``, or the shipped table when there is none."""
+    source = str(path) if path else SHIPPED_FILE
     try:
         if path:
-            source = str(path)
             text = Path(path).read_text(encoding="utf-8")
         else:
-            source = SHIPPED
             text = resources.files("coachbus.content").joinpath("helplines.toml").read_text("utf-8")
         return _parse(tomllib.loads(text), source)
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise HelplinesError(f"help lines {source}: {exc}") from exc
 
 
-@lru_cache(maxsize=1)
-def table() -> Helplines:
-    """The process's table, loaded once (the settings load it at start-up)."""
-    loaded = load()
-    missing = loaded.unverified()
-    if missing:
-        log.warning(
-            "%d of the help lines in %s carry no `verified` date (e.g. %s): check each at "
-            "its source before shipping",
-            len(missing),
-            loaded.source,
-            missing[0],
-        )
-    return loaded
-
-
-def configured_locale() -> str | None:
-    """``COACHBUS_LOCALE``, as the settings read it once (None: by the user's language)."""
-    return get_settings().locale
-
-
-def lines(
-    category: CrisisCategory, language: Language, register: Register, locale: str | None = None
-) -> list[str]:
-    return table().lines(category, language, register, locale)
-
-
-def reminder(language: Language, register: Register, locale: str | None = None) -> str:
-    return table().reminder(language, register, locale)
-
-
-def lifeline(language: Language, register: Register, locale: str | None = None) -> str:
-    """The crisis-line sentence alone: what a check-in on an uncertain message offers
-    (a direct question and someone to talk to, without the emergency number's alarm)."""
-    return table().lifeline(language, register, locale)
-
-
-def required_numbers(
-    category: CrisisCategory, language: Language, locale: str | None = None
-) -> tuple[str, ...]:
-    return table().required_numbers(category, language, locale)
+@cache
+def shipped_table() -> HelplineTable:
+    """The shipped table, read once per process."""
+    return load()
 
 
 # --------------------------------------------------------------------------- checking
@@ -359,7 +372,7 @@ def _locale(tag: str, raw: object) -> Locale:
     return Locale(tag=tag, region=_per_language(raw.get("region"), f"{at}.region"), lines=found)
 
 
-def _parse(raw: dict[str, Any], source: str) -> Helplines:
+def _parse(raw: dict[str, Any], source: str) -> HelplineTable:
     try:
         _only(raw, {"default", "sentences", "words", "web", "locale"}, "the file")
         locales = {tag: _locale(tag, v) for tag, v in _table(raw, "locale").items()}
@@ -390,7 +403,7 @@ def _parse(raw: dict[str, Any], source: str) -> Helplines:
                     _text(section.get(key), f"{name}.{lang}.{key}")
     except HelplinesError as exc:
         raise HelplinesError(f"help lines {source}: {exc}") from None
-    return Helplines(
+    return HelplineTable(
         source=source,
         locales=locales,
         defaults={lang: defaults[lang] for lang in LANGUAGES},
@@ -399,3 +412,21 @@ def _parse(raw: dict[str, Any], source: str) -> Helplines:
         words={lang: dict(words[lang]) for lang in LANGUAGES},
         web={lang: dict(web[lang]) for lang in LANGUAGES},
     )
+
+
+# The shipped table with each user's language default: what a reply shows when no
+# service configured otherwise (tests, the eval, the benchmark).
+SHIPPED = Helplines(shipped_table())
+
+__all__ = [
+    "KINDS",
+    "SHIPPED",
+    "SHOWN",
+    "HelplineTable",
+    "Helplines",
+    "HelplinesError",
+    "Line",
+    "Locale",
+    "load",
+    "shipped_table",
+]

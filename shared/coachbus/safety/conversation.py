@@ -1,7 +1,7 @@
 """Risk read across the conversation, not one message at a time.
 
-The crisis screen (coachbus.crisis) reads one message. Two kinds of risk never show
-in one message:
+The crisis screen (coachbus.safety.screen) reads one message. Two kinds of risk never
+show in one message:
 
 * **An answer to our own question.** When a message is uncertain, the reply asks
   directly: "are you having thoughts of ending your life?"; a crisis reply ends with
@@ -21,7 +21,7 @@ with the clinical reasons beside them). Coach, Stability and the eval call
 Stability alone folds the result into the state (:func:`fold_turn`), as the one
 writer of the safety topic. The confidence of each outcome is measured on the
 calibration split of the labelled conversations, like the message screen's
-(``content/crisis/conversation_calibration.toml``).
+(coachbus.safety.calibration).
 """
 
 from __future__ import annotations
@@ -51,16 +51,17 @@ from coachbus.contracts.state import (
     SafetyState,
     TurnReading,
 )
-from coachbus.crisis import CRISIS_RANK, assess, is_crisis, needs_check_in
-from coachbus.normalize import fold_pattern, normalize
+from coachbus.normalize import NormalizedText, fold_pattern, normalized
+from coachbus.safety.calibration import conversation_confidence
+from coachbus.safety.screen import CRISIS_RANK, assess, is_crisis, needs_check_in
 
 # Families a single-message crisis adds to the trajectory, by the rule kind that fired
-# (coachbus.crisis): every suicidal or self-harm crisis is a sign of its own ("crisis"),
-# and a burden, hopelessness or farewell rule is also a sign of that family.
+# (coachbus.safety.rulebook): every suicidal or self-harm crisis is a sign of its own
+# ("crisis"), and a burden, hopelessness or farewell rule is also a sign of that family.
 _KIND_FAMILY = {"burden": "burden", "hopelessness": "hopelessness", "farewell": "farewell"}
 _SIGN_CATEGORIES = (CrisisCategory.SUICIDAL_IDEATION, CrisisCategory.SELF_HARM)
-# The crisis replies that end with "are you safe right now?" (coachbus.safety): a
-# medical emergency's reply asks nothing back.
+# The crisis replies that end with "are you safe right now?" (coachbus.safety.replies):
+# a medical emergency's reply asks nothing back.
 _ASKS_SAFETY = (CrisisCategory.SUICIDAL_IDEATION, CrisisCategory.SELF_HARM, CrisisCategory.ABUSE)
 _EVIDENCE_CHARS = 80
 
@@ -81,7 +82,10 @@ class WarningPattern:
 
 
 @dataclass(frozen=True, slots=True)
-class Book:
+class ConversationBook:
+    """``content/crisis/conversation.toml``, compiled: how answers are read, the
+    warning-sign cues and patterns, how long signs count."""
+
     window: timedelta
     max_asks: int
     affirm_start: re.Pattern[str]
@@ -102,6 +106,9 @@ class Book:
     half_life_hours: float
     present_at: float
     warnings: tuple[WarningPattern, ...]
+    # Our questions as the model double-checking a turn is told them (see
+    # coachbus.safety.model), by the question our last reply asked.
+    model_questions: dict[str, str]
 
 
 def _either(patterns: list[str], *, start: bool = False) -> re.Pattern[str]:
@@ -125,20 +132,20 @@ _HEAD_WORDS = 15
 _CLAUSE_END = re.compile(r"\s*(?:[.!?,;:…)-]|$)")
 
 
-def _half_answer(rx: re.Pattern[str], n: str, short: bool) -> bool:
+def _half_answer(rx: re.Pattern[str], said: str, short: bool) -> bool:
     """A half answer ("maybe", "schon") at the start, as the answer itself: the whole
     first clause, or a short message ("Maybe I should try mornings" moves on)."""
-    m = rx.search(n)
-    return m is not None and (short or _CLAUSE_END.match(n, m.end()) is not None)
+    found = rx.search(said)
+    return found is not None and (short or _CLAUSE_END.match(said, found.end()) is not None)
 
 
-def parse_book(text: str) -> Book:
+def parse_conversation_book(text: str) -> ConversationBook:
     raw: dict[str, Any] = tomllib.loads(text)
     suicide = raw["answers"]["suicide"]
     safety = raw["answers"]["safety"]
     cues = dict(raw["cues"])
     harmless = cues.pop("harmless")
-    return Book(
+    return ConversationBook(
         window=timedelta(minutes=int(raw["check_in"]["window_minutes"])),
         max_asks=int(raw["check_in"]["max_asks"]),
         affirm_start=_either(suicide["affirm_start"], start=True),
@@ -167,34 +174,14 @@ def parse_book(text: str) -> Book:
             )
             for w in raw["warning"]
         ),
+        model_questions={str(k): str(v) for k, v in raw["model"]["question"].items()},
     )
 
 
 @cache
-def book() -> Book:
+def conversation_book() -> ConversationBook:
     path = resources.files("coachbus.content").joinpath("crisis/conversation.toml")
-    return parse_book(path.read_text("utf-8"))
-
-
-@cache
-def calibration() -> dict[str, float]:
-    """Measured confidence per conversation outcome (``coachbus eval crisis
-    --conversations --calibrate``); an outcome never measured reports the lowest."""
-    path = resources.files("coachbus.content").joinpath("crisis/conversation_calibration.toml")
-    try:
-        raw = tomllib.loads(path.read_text("utf-8"))
-    except FileNotFoundError:
-        return {}
-    return {str(k): float(v) for k, v in raw["confidence"].items()}
-
-
-def confidence_of(outcome: str) -> float:
-    table = calibration()
-    if outcome in table:
-        return table[outcome]
-    # Unmeasured: as unsure as the least sure outcome we know (0.5 with no table),
-    # so the router asks a model rather than trusting a number nobody measured.
-    return min(table.values(), default=0.5)
+    return parse_conversation_book(path.read_text("utf-8"))
 
 
 # --------------------------------------------------------------------------- reading
@@ -229,74 +216,77 @@ HARMLESS = "harmless"
 
 def classify_answer(
     question: CheckInQuestion,
-    text: str,
-    b: Book | None = None,
+    text: str | NormalizedText,
+    book: ConversationBook | None = None,
     signs: Sequence[tuple[str, str]] | None = None,
 ) -> CheckInAnswer:
     """How ``text`` answers ``question``: the protective reading where it is unclear
     whether the person said yes ("maybe" to our check-in is yes, "I don't know" to "are
     you safe?" is not safe, a "no" that names a day or a means is not believed)."""
-    b = b or book()
-    n = normalize(text).strip()
-    families = {f for f, _ in (signs if signs is not None else signs_in(text, b))}
+    book = book or conversation_book()
+    message = normalized(text)
+    said = message.text.strip()
+    families = {f for f, _ in (signs if signs is not None else signs_in(message, book))}
     risky = bool(families & _RISK_FAMILIES)
-    short = len(re.findall(r"\w+", n)) <= _SHORT_ANSWER_WORDS
+    short = len(re.findall(r"\w+", said)) <= _SHORT_ANSWER_WORDS
     # An explanation restates the words it explains ("I meant there's no point in this
     # training plan"): hopelessness words in it do not make it risky.
     # A harmless reason in the answer ("the tiler comes Friday, then it's all done")
     # explains the words that made us ask just as "I meant" does, unless the answer
     # names a day, a farewell or a means beside it ("after my daughter's birthday on
     # Tuesday it's over" is no explanation).
-    if b.explained.search(n) and not families & (_RISK_FAMILIES - {"hopelessness"}):
+    if book.explained.search(said) and not families & (_RISK_FAMILIES - {"hopelessness"}):
         return "safe" if question == "safety" else "denied"
     if HARMLESS in families and not risky:
         return "safe" if question == "safety" else "denied"
     if question == "safety":
-        if b.unsafe_anywhere.search(n):
+        if book.unsafe_anywhere.search(said):
             return "unsafe"
-        if b.safe_said.search(n):
+        if book.safe_said.search(said):
             return "safe"
-        if b.unsafe_start.search(n) or any(e in n for e in b.unsafe_emoji):
+        if book.unsafe_start.search(said) or any(e in said for e in book.unsafe_emoji):
             return "unsafe"
-        if _half_answer(b.unsafe_half, n, short):
+        if _half_answer(book.unsafe_half, said, short):
             return "unsafe"
-        if risky or families & {"day", "ready"} or b.affirm_anywhere.search(n):
+        if risky or families & {"day", "ready"} or book.affirm_anywhere.search(said):
             return "unsafe"
-        if b.safe_start.search(n):
+        if book.safe_start.search(said):
             return "safe"
         return "unclear"
-    if b.affirm_anywhere.search(n) or b.affirm_start.search(n):
+    if book.affirm_anywhere.search(said) or book.affirm_start.search(said):
         return "affirmed"
-    if _half_answer(b.affirm_half, n, short):
+    if _half_answer(book.affirm_half, said, short):
         return "affirmed"
     # The first word is the half-answer rule's above ("Maybe I should try mornings"
     # moves on); after it, a yes-word answers even behind a hedge.
-    if b.affirm_word.search(" ".join(n.split()[1:_HEAD_WORDS])):
+    if book.affirm_word.search(" ".join(said.split()[1:_HEAD_WORDS])):
         return "affirmed"
-    if b.deny_start.search(n) and not families & (_PLAN_FAMILIES | {"farewell"}):
+    if book.deny_start.search(said) and not families & (_PLAN_FAMILIES | {"farewell"}):
         return "denied"
     if families & _PLAN_FAMILIES:
         # A day or a means given in answer to "are you having thoughts of ending your
         # life?" answers it: yes, with a plan.
         return "affirmed"
     # An emoji answer: only where no word of the answer says otherwise.
-    if any(e in n for e in b.affirm_emoji) and len(re.findall(r"\w+", n)) <= 3:
+    if any(e in said for e in book.affirm_emoji) and len(re.findall(r"\w+", said)) <= 3:
         return "affirmed"
     return "unclear"
 
 
-def signs_in(text: str, b: Book | None = None) -> list[tuple[str, str]]:
+def signs_in(
+    text: str | NormalizedText, book: ConversationBook | None = None
+) -> list[tuple[str, str]]:
     """The warning-sign families ``text`` shows, with the words that show them; a
     harmless reason (a move, a wedding) takes out its own farewell and time signs and
     is itself kept (family ``harmless``) to explain those of the messages around it."""
-    b = b or book()
-    n = normalize(text)
+    book = book or conversation_book()
+    said = normalized(text).text
     out: list[tuple[str, str]] = []
-    reason = b.harmless.search(n)
-    for family, rx in b.cues.items():
+    reason = book.harmless.search(said)
+    for family, rx in book.cues.items():
         if reason is not None and family in _EXPLAINABLE:
             continue
-        m = rx.search(n)
+        m = rx.search(said)
         if m is not None:
             out.append((family, m.group(0)[:_EVIDENCE_CHARS]))
     if reason is not None:
@@ -304,25 +294,25 @@ def signs_in(text: str, b: Book | None = None) -> list[tuple[str, str]]:
     return out
 
 
-def _weight(cue: RiskCue, now: datetime, b: Book) -> float:
+def _weight(cue: RiskCue, now: datetime, book: ConversationBook) -> float:
     hours = max(0.0, (now - cue.at).total_seconds() / 3600)
-    return float(0.5 ** (hours / b.half_life_hours))
+    return float(0.5 ** (hours / book.half_life_hours))
 
 
 def present_families(
     state: SafetyState | None,
     now: datetime,
-    b: Book | None = None,
+    book: ConversationBook | None = None,
     own: Sequence[tuple[str, str]] = (),
 ) -> set[str]:
     """The families whose recent signs still weigh enough to count, this message's
     ``own`` signs included; a farewell or time sign near a harmless reason does not."""
-    b = b or book()
+    book = book or conversation_book()
     turn = (state.turn_count if state is not None else 0) + 1
     cues = [
         (c.family, c.turn)
         for c in (state.risk_cues if state is not None else [])
-        if _weight(c, now, b) >= b.present_at
+        if _weight(c, now, book) >= book.present_at
     ]
     cues += [(f, turn) for f, _ in own]
     reasons = [t for f, t in cues if f == HARMLESS]
@@ -335,31 +325,32 @@ def present_families(
 
 
 def open_question(
-    state: SafetyState | None, now: datetime, b: Book | None = None
+    state: SafetyState | None, now: datetime, book: ConversationBook | None = None
 ) -> OpenCheckIn | None:
     """The question the next message answers: open, and asked within the window."""
-    b = b or book()
+    book = book or conversation_book()
     if state is None or state.open_check_in is None:
         return None
-    q = state.open_check_in
-    return q if now - q.asked_at <= b.window else None
+    asked = state.open_check_in
+    return asked if now - asked.asked_at <= book.window else None
 
 
 def read_turn(
     state: SafetyState | None,
-    text: str,
+    text: str | NormalizedText,
     turn_id: str,
     now: datetime,
     *,
-    b: Book | None = None,
+    book: ConversationBook | None = None,
 ) -> Reading:
     """Read one message in its conversation (pure: the state is not changed).
 
     ``state`` is the user's safety state before this turn; a state that already
     applied this turn (a reader whose view is ahead) hands back the reading it was
     folded with."""
-    b = b or book()
-    found = assess(text)
+    book = book or conversation_book()
+    message = normalized(text)
+    found = assess(message)
     message_screen = found.screen()
     if state is not None and state.last_reading is not None:
         last = state.last_reading
@@ -375,25 +366,28 @@ def read_turn(
                 "replayed",
             )
 
-    signs = _own_signs(found.category, found.outcome, message_screen, text, b)
+    signs = _own_signs(found.category, found.outcome, message_screen, message, book)
     families = {f for f, _ in signs}
-    q = open_question(state, now, b)
-    answered = classify_answer(q.question, text, b, signs) if q is not None else None
-    if q is not None and answered in ("affirmed", "unsafe"):
-        screen, outcome = _answered_yes(q, answered, message_screen, families)
-        return Reading(screen, message_screen, answered, q.question, tuple(signs), None, outcome)
+    asked = open_question(state, now, book)
+    answered: CheckInAnswer | None = None
+    if asked is not None:
+        answered = classify_answer(asked.question, message, book, signs)
+    if asked is not None and answered in ("affirmed", "unsafe"):
+        screen, outcome = _answered_yes(asked, answered, message_screen, families)
+        question = asked.question
+        return Reading(screen, message_screen, answered, question, tuple(signs), None, outcome)
 
     explained = answered in ("denied", "safe") and (
-        bool(b.explained.search(normalize(text))) or HARMLESS in families
+        bool(book.explained.search(message.text)) or HARMLESS in families
     )
     screen = message_screen
     warning: WarningPattern | None = None
     outcome = "message"
     # A denial is believed for this turn: the person just told us no.
     if answered not in ("denied", "safe"):
-        present = present_families(state, now, b, signs)
+        present = present_families(state, now, book, signs)
         own = families & present
-        warning = next((w for w in b.warnings if w.completed_by(present, own)), None)
+        warning = next((w for w in book.warnings if w.completed_by(present, own)), None)
     if warning is not None:
         if is_crisis(message_screen):
             if warning.plan and not message_screen.plan:
@@ -404,34 +398,34 @@ def read_turn(
             outcome = "trajectory"
             screen = CrisisScreen(
                 category=CrisisCategory.SUICIDAL_IDEATION,
-                confidence=confidence_of(outcome),
+                confidence=conversation_confidence(outcome),
                 matched=[f"warning signs: {warning.name}", *(e for _, e in signs)][:6],
                 escalated=True,
                 basis="trajectory",
                 plan=warning.plan,
             )
-    elif q is not None and answered == "unclear" and not is_crisis(message_screen):
+    elif asked is not None and answered == "unclear" and not is_crisis(message_screen):
         outcome = "check_in:unclear"
-        if q.asks < b.max_asks:
+        if asked.asks < book.max_asks:
             screen = CrisisScreen(
                 category=CrisisCategory.NONE,
-                confidence=confidence_of(outcome),
-                matched=[f"no clear answer to our {q.question} question"],
+                confidence=conversation_confidence(outcome),
+                matched=[f"no clear answer to our {asked.question} question"],
                 escalated=True,
                 uncertain=True,
                 basis="check_in_answer",
-                question=q.question,
+                question=asked.question,
             )
         # Asked enough times: no third question. The review stays open from the asks
         # before; the reply is a caring one.
-    elif q is None and not is_crisis(message_screen) and families & {"hopelessness", "burden"}:
+    elif asked is None and not is_crisis(message_screen) and families & {"hopelessness", "burden"}:
         # Hopelessness or feeling a burden in words no rule reads: ask directly, as
         # the screen does for its own risk cues. Asking costs little, and it is what
         # turns the next "ja" into an answer we can read.
         outcome = "sign"
         screen = CrisisScreen(
             category=CrisisCategory.NONE,
-            confidence=confidence_of(outcome),
+            confidence=conversation_confidence(outcome),
             matched=[f"{f}: {e}" for f, e in signs if f in ("hopelessness", "burden")],
             escalated=True,
             uncertain=True,
@@ -446,12 +440,12 @@ def read_turn(
             # How often a believed "no" (or "I'm safe") was right, measured on the
             # conversations' calibration split: the router's bar then means what it
             # says for the answer, not for the bare message's clean bucket.
-            screen = screen.model_copy(update={"confidence": confidence_of(outcome)})
+            screen = screen.model_copy(update={"confidence": conversation_confidence(outcome)})
     return Reading(
         screen,
         message_screen,
         answered,
-        q.question if q is not None else None,
+        asked.question if asked is not None else None,
         tuple(signs),
         warning.name if warning is not None else None,
         outcome,
@@ -460,9 +454,13 @@ def read_turn(
 
 
 def _own_signs(
-    category: CrisisCategory, outcome: str, screen: CrisisScreen, text: str, b: Book
+    category: CrisisCategory,
+    outcome: str,
+    screen: CrisisScreen,
+    message: NormalizedText,
+    book: ConversationBook,
 ) -> list[tuple[str, str]]:
-    signs = signs_in(text, b)
+    signs = signs_in(message, book)
     evidence = ", ".join(screen.matched)[:_EVIDENCE_CHARS]
     if category in _SIGN_CATEGORIES:
         signs.append(("crisis", evidence))
@@ -476,7 +474,7 @@ def _own_signs(
 
 
 def _answered_yes(
-    q: OpenCheckIn,
+    asked: OpenCheckIn,
     answered: CheckInAnswer,
     message_screen: CrisisScreen,
     families: set[str],
@@ -484,8 +482,8 @@ def _answered_yes(
     """The crisis a yes to our check-in (or "not safe" after a crisis reply) is."""
     outcome = f"check_in:{answered}"
     category = (
-        q.category
-        if answered == "unsafe" and q.category is not CrisisCategory.NONE
+        asked.category
+        if answered == "unsafe" and asked.category is not CrisisCategory.NONE
         else CrisisCategory.SUICIDAL_IDEATION
     )
     # Yes, with a way, a means or a time: C-SSRS level 5 (critical). "Not safe right
@@ -502,8 +500,8 @@ def _answered_yes(
     said = "not safe" if answered == "unsafe" else "yes"
     screen = CrisisScreen(
         category=category,
-        confidence=confidence_of(outcome),
-        matched=[f"answered {said} to our {q.question} question"],
+        confidence=conversation_confidence(outcome),
+        matched=[f"answered {said} to our {asked.question} question"],
         escalated=True,
         basis="check_in_answer",
         plan=plan,
@@ -515,7 +513,7 @@ def _answered_yes(
 
 
 def fold_turn(
-    s: SafetyState,
+    state: SafetyState,
     reading: Reading,
     final: CrisisScreen,
     *,
@@ -523,7 +521,7 @@ def fold_turn(
     turn_id: str,
     language: Language,
     now: datetime,
-    b: Book | None = None,
+    book: ConversationBook | None = None,
 ) -> None:
     """Fold one turn into the (copied) state: close the question it answered, keep
     its signs, and open the question this turn's reply asks.
@@ -532,26 +530,28 @@ def fold_turn(
     uncertain reading). Coach asks our check-in whenever the reading is uncertain, at
     once and before any model answers, so a check-in is recorded as open when either
     ``final`` or the reading asks it: the person saw the question either way."""
-    b = b or book()
-    q = open_question(s, now, b)
-    if s.open_check_in is not None and q is None:
-        _close(s, s.open_check_in.question, "expired", turn, now)
-        s.risk_cues.append(
+    book = book or conversation_book()
+    asked = open_question(state, now, book)
+    if state.open_check_in is not None and asked is None:
+        _close(state, state.open_check_in.question, "expired", turn, now)
+        state.risk_cues.append(
             RiskCue(family="check_in", turn=turn, at=now, evidence="check-in expired")
         )
-    s.open_check_in = None
-    if q is not None and reading.answered is not None:
+    state.open_check_in = None
+    if asked is not None and reading.answered is not None:
         if reading.answered == "denied":
             # Believed, and kept (check_ins). Our question no longer counts as a sign;
             # with an explanation ("I meant the job centre") neither do the words
             # that made us ask, only a crisis the message itself showed.
             keep = {"crisis"} if reading.explained else _RISK_FAMILIES | {HARMLESS}
-            s.risk_cues = [c for c in s.risk_cues if c.turn != q.turn or c.family in keep]
-        _close(s, q.question, reading.answered, turn, now)
+            state.risk_cues = [
+                c for c in state.risk_cues if c.turn != asked.turn or c.family in keep
+            ]
+        _close(state, asked.question, reading.answered, turn, now)
     for family, evidence in reading.signs:
-        s.risk_cues.append(RiskCue(family=family, turn=turn, at=now, evidence=evidence))
+        state.risk_cues.append(RiskCue(family=family, turn=turn, at=now, evidence=evidence))
     if is_crisis(final) and final.category in _ASKS_SAFETY:
-        s.open_check_in = OpenCheckIn(
+        state.open_check_in = OpenCheckIn(
             question="safety",
             category=final.category,
             turn=turn,
@@ -562,12 +562,12 @@ def fold_turn(
     elif needs_check_in(final) or needs_check_in(reading.screen):
         asks = 1
         if (
-            q is not None
+            asked is not None
             and reading.answered == "unclear"
-            and reading.screen.question == q.question
+            and reading.screen.question == asked.question
         ):
-            asks = q.asks + 1
-        s.open_check_in = OpenCheckIn(
+            asks = asked.asks + 1
+        state.open_check_in = OpenCheckIn(
             question=reading.screen.question or "suicide",
             category=CrisisCategory.NONE,
             turn=turn,
@@ -577,60 +577,37 @@ def fold_turn(
             asks=asks,
         )
     # Drop what no longer weighs anything, and keep the record small.
-    s.risk_cues = [c for c in s.risk_cues if _weight(c, now, b) >= b.present_at][-MAX_RISK_CUES:]
-    s.last_reading = TurnReading(turn_id=turn_id, screen=final, answered=reading.answered)
+    state.risk_cues = recent_signs(state, now, book)[-MAX_RISK_CUES:]
+    state.last_reading = TurnReading(turn_id=turn_id, screen=final, answered=reading.answered)
 
 
 def _close(
-    s: SafetyState, question: CheckInQuestion, answer: Any, turn: int, now: datetime
+    state: SafetyState, question: CheckInQuestion, answer: Any, turn: int, now: datetime
 ) -> None:
-    s.check_ins.append(ClosedCheckIn(question=question, answer=answer, turn=turn, at=now))
-    del s.check_ins[:-MAX_CHECK_INS]
+    state.check_ins.append(ClosedCheckIn(question=question, answer=answer, turn=turn, at=now))
+    del state.check_ins[:-MAX_CHECK_INS]
 
 
-# --------------------------------------------------------------------------- the model's view
-
-
-_QUESTION_TEXT = {
-    "suicide": "Are you having thoughts of ending your life?",
-    "safety": "Are you safe right now?",
-}
-
-
-def context_for_model(state: SafetyState | None, now: datetime) -> list[tuple[str, str]]:
-    """What a model double-checking this turn must know beyond the bare message: the
-    question our last reply asked and the recent warning signs, as (about, text) data
-    pairs (they hold the person's words, so they go inside the prompt's data fence)."""
-    b = book()
-    out: list[tuple[str, str]] = []
-    q = open_question(state, now, b)
-    if q is not None:
-        out.append(
-            (
-                "question our last reply asked; read the last message as the answer to it",
-                _QUESTION_TEXT[q.question],
-            )
-        )
-    if state is not None:
-        recent = [c for c in state.risk_cues if _weight(c, now, b) >= b.present_at][-8:]
-        if recent:
-            lines = [f"{c.family}: {c.evidence}" for c in recent]
-            out.append(("warning signs in this person's recent messages", "\n".join(lines)))
-    return out
+def recent_signs(
+    state: SafetyState, now: datetime, book: ConversationBook | None = None
+) -> list[RiskCue]:
+    """The state's signs that still weigh enough to count, oldest first."""
+    book = book or conversation_book()
+    return [c for c in state.risk_cues if _weight(c, now, book) >= book.present_at]
 
 
 __all__ = [
-    "Book",
+    "HARMLESS",
+    "ConversationBook",
     "Reading",
     "WarningPattern",
-    "book",
     "classify_answer",
-    "confidence_of",
-    "context_for_model",
+    "conversation_book",
     "fold_turn",
     "open_question",
-    "parse_book",
+    "parse_conversation_book",
     "present_families",
     "read_turn",
+    "recent_signs",
     "signs_in",
 ]

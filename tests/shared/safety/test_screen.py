@@ -1,13 +1,21 @@
-"""The crisis screen (coachbus.crisis); its evaluation on labelled data is
-tests/evaluation/test_crisis.py."""
+"""The crisis screen of one message (coachbus.safety.screen); its evaluation on labelled
+data is tests/shared/test_crisis.py."""
 
 from __future__ import annotations
 
 import pytest
 
-from coachbus import crisis
 from coachbus.contracts.payloads import CrisisCategory, CrisisScreen
 from coachbus.llm import Policy
+from coachbus.normalize import NormalizedText
+from coachbus.safety.calibration import CLEAN, UNCERTAIN, calibration
+from coachbus.safety.screen import (
+    assess,
+    is_crisis,
+    merge_screens,
+    needs_check_in,
+    screen_crisis,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -44,8 +52,8 @@ BAR = Policy.load().for_kind("risk_screen").min_confidence
     ],
 )
 def test_rules_find_each_category(message: str, category: CrisisCategory) -> None:
-    screen = crisis.screen_crisis(message)
-    assert screen.category is category, crisis.assess(message)
+    screen = screen_crisis(message)
+    assert screen.category is category, assess(message)
     assert screen.escalated
     assert screen.matched
     assert not screen.uncertain
@@ -66,32 +74,32 @@ def test_rules_find_each_category(message: str, category: CrisisCategory) -> Non
     ],
 )
 def test_figurative_speech_stays_a_normal_turn(message: str) -> None:
-    screen = crisis.screen_crisis(message)
+    screen = screen_crisis(message)
     assert screen.category is C.NONE
     assert not screen.escalated
     assert not screen.uncertain
 
 
 def test_a_reassurance_is_not_a_crisis() -> None:
-    assert not crisis.is_crisis(crisis.screen_crisis("Don't worry, I would never kill myself."))
+    assert not is_crisis(screen_crisis("Don't worry, I would never kill myself."))
 
 
 def test_risk_cues_without_a_rule_are_uncertain_below_the_policy_bar() -> None:
     # Measured confidence of the uncertain bucket: low enough that a model is asked.
-    assert crisis.calibration().of(crisis.UNCERTAIN) < BAR
-    screen = crisis.screen_crisis("ich will einfach nicht mehr")
+    assert calibration().of(UNCERTAIN) < BAR
+    screen = screen_crisis("ich will einfach nicht mehr")
     assert screen.uncertain and screen.escalated
     assert screen.category is C.NONE
     assert screen.confidence < BAR
-    assert crisis.needs_check_in(screen)
+    assert needs_check_in(screen)
 
 
 def test_confidence_is_the_measured_one() -> None:
-    finding = crisis.assess("I want to kill myself.")
-    assert finding.confidence == crisis.calibration().of(finding.outcome)
-    clean = crisis.assess("I went for a run this morning and it felt good.")
-    assert clean.outcome == crisis.CLEAN
-    assert clean.confidence == crisis.calibration().of(crisis.CLEAN)
+    finding = assess("I want to kill myself.")
+    assert finding.confidence == calibration().of(finding.outcome)
+    clean = assess("I went for a run this morning and it felt good.")
+    assert clean.outcome == CLEAN
+    assert clean.confidence == calibration().of(CLEAN)
 
 
 def _screen(category: C, confidence: float, *, uncertain: bool = False) -> CrisisScreen:
@@ -104,27 +112,18 @@ def _screen(category: C, confidence: float, *, uncertain: bool = False) -> Crisi
     )
 
 
-def test_worse_keeps_a_crisis_and_lets_a_model_settle_an_uncertain_screen() -> None:
+def test_merging_keeps_a_crisis_and_lets_a_model_settle_an_uncertain_screen() -> None:
     found = _screen(C.SUICIDAL_IDEATION, 0.7)
     clear = _screen(C.NONE, 0.9)
     unsure = _screen(C.NONE, 0.4, uncertain=True)
-    assert crisis.worse(found, clear) is found  # a model never clears a rule's crisis
-    assert crisis.worse(unsure, clear) is clear  # that is what the model was asked
-    assert crisis.worse(clear, unsure) is clear
-    assert crisis.worse(unsure, found).category is C.SUICIDAL_IDEATION
-    assert crisis.worse(_screen(C.ABUSE, 0.9), found).category is C.SUICIDAL_IDEATION
+    merge = merge_screens
+    assert merge(found, clear) is found  # a model never clears a rule's crisis
+    assert merge(unsure, clear) is clear  # that is what the model was asked
+    assert merge(clear, unsure) is clear
+    assert merge(unsure, found).category is C.SUICIDAL_IDEATION
+    assert merge(_screen(C.ABUSE, 0.9), found).category is C.SUICIDAL_IDEATION
 
 
-def test_a_model_claim_must_quote_the_message() -> None:
-    claim = crisis.RiskScreenCall(category=C.SUICIDAL_IDEATION, confidence=0.8, evidence=["x"])
-    assert crisis.check_claim(claim, "I am fine") != []
-    ok = claim.model_copy(update={"evidence": ["don’t want to be here"]})
-    # Verbatim up to the normaliser (a typographic apostrophe in the message).
-    assert crisis.check_claim(ok, "I don't want to be here anymore") == []
-
-
-def test_every_outcome_the_screen_can_give_has_a_measured_confidence() -> None:
-    # An outcome the calibration split never produced would fall back to the lowest
-    # confidence in the table (the uncertain bucket's): measured, not defaulted.
-    kinds = {r.kind for r in crisis.rulebook().rules}
-    assert kinds | {crisis.UNCERTAIN, crisis.CLEAN} <= set(crisis.calibration().confidence)
+def test_screens_of_the_raw_and_the_normalised_message_agree() -> None:
+    text = "I can’t stop thinking about killing myself"
+    assert screen_crisis(NormalizedText.of(text)) == screen_crisis(text)

@@ -1,4 +1,4 @@
-"""Risk read across the conversation (coachbus.conversation_risk): the question our
+"""Risk read across the conversation (coachbus.safety.conversation): the question our
 reply asked is state, an answer to it is read first, and warning signs add up."""
 
 from __future__ import annotations
@@ -9,15 +9,15 @@ import pytest
 
 from coachbus.contracts.payloads import CrisisCategory
 from coachbus.contracts.state import SafetyState
-from coachbus.conversation_risk import (
-    book,
+from coachbus.safety.conversation import (
     classify_answer,
-    context_for_model,
+    conversation_book,
     fold_turn,
     open_question,
     read_turn,
 )
-from coachbus.crisis import RiskScreenCall, check_claim, is_crisis, needs_check_in, review_severity
+from coachbus.safety.model import RiskScreenCall, check_claim, context_for_model
+from coachbus.safety.screen import is_crisis, needs_check_in, review_severity
 
 pytestmark = pytest.mark.unit
 
@@ -200,7 +200,7 @@ def test_unclear_asks_again_then_stops_asking() -> None:
     assert needs_check_in(again.screen) and again.screen.question == "suicide"
     assert review_severity(again.screen) == "moderate"
     assert chat.state is not None and chat.state.open_check_in is not None
-    assert chat.state.open_check_in.asks == book().max_asks
+    assert chat.state.open_check_in.asks == conversation_book().max_asks
     third = chat.say("können wir über meinen Laufplan reden?")
     # Asked as often as we ask: no third question, a caring turn instead.
     assert third.answered == "unclear"
@@ -210,7 +210,7 @@ def test_unclear_asks_again_then_stops_asking() -> None:
 def test_the_check_in_expires_after_its_window() -> None:
     chat = Chat()
     chat.say("I just want it all to stop.")
-    late = chat.say("yes", after=book().window + timedelta(minutes=1))
+    late = chat.say("yes", after=conversation_book().window + timedelta(minutes=1))
     assert late.answered is None and not is_crisis(late.screen)
     assert chat.state is not None
     assert [c.answer for c in chat.state.check_ins] == ["expired"]
@@ -279,9 +279,9 @@ def test_a_short_answer_is_its_own_evidence() -> None:
 
 
 def test_every_pattern_names_known_families() -> None:
-    b = book()
-    known = {*b.cues, "check_in", "crisis"}
-    for w in b.warnings:
+    book = conversation_book()
+    known = {*book.cues, "check_in", "crisis"}
+    for w in book.warnings:
         for group in w.needs:
             assert group <= known, (w.name, group - known)
         assert w.why
