@@ -11,11 +11,11 @@ import pytest
 
 from coachbus import normalize as norm
 from coachbus.contracts.state import SafetyState
+from evaluation.chain import results_for
 from services.coach.logic import quick_reply
 from services.stability.logic import assess
 from services.synth.logic import synthesize
 from tests.fixtures.agents import msg
-from tests.fixtures.replay import results_for
 
 pytestmark = pytest.mark.unit
 
