@@ -4,8 +4,6 @@ seed design on each hardware profile near the time the seed measured there."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from bench.virtual_clock import (
@@ -17,25 +15,9 @@ from bench.virtual_clock import (
     simulate_stages,
 )
 from coachbus.llm.simprofile import Profile, load
+from tests.fixtures.sim_profiles import profile, tokens
 
 pytestmark = pytest.mark.unit
-
-
-def profile(**overrides: Any) -> Profile:
-    """A small made-up profile with round numbers, so expectations are exact."""
-    data: dict[str, Any] = {
-        "name": "test",
-        "prefill": {"tokens_per_s": 1000, "cached_tokens_per_s": 100000, "overhead_ms": 10},
-        "decode": {"tokens_per_s": 100, "batch": [1, 2, 4], "relative": [1.0, 0.8, 0.5]},
-        "kv_cache": {"capacity_tokens": 0, "block_tokens": 16},
-    }
-    for key, value in overrides.items():
-        data[key] = {**data.get(key, {}), **value}
-    return Profile.model_validate(data)
-
-
-def tokens(tag: str, n: int) -> list[str]:
-    return [f"{tag}{i}" for i in range(n)]
 
 
 def run_one(p: Profile, prompt: list[str], out: int = 1) -> VRequest:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -16,32 +15,14 @@ from coachbus.llm.sim import SimConfig
 from coachbus.llm.simprofile import (
     KVGate,
     PrefixCache,
-    Profile,
     ProfileError,
     available,
     block_hashes,
     load,
     load_file,
 )
+from tests.fixtures.sim_profiles import profile, tokens
 from tests.shared.llm.simserver import serve_in_background
-
-
-def profile(**overrides: Any) -> Profile:
-    """A small made-up profile with round numbers, so expectations are exact."""
-    data: dict[str, Any] = {
-        "name": "test",
-        "prefill": {"tokens_per_s": 1000, "cached_tokens_per_s": 100000, "overhead_ms": 10},
-        "decode": {"tokens_per_s": 100, "batch": [1, 2, 4], "relative": [1.0, 0.8, 0.5]},
-        "kv_cache": {"capacity_tokens": 0, "block_tokens": 16},
-    }
-    for key, value in overrides.items():
-        data[key] = {**data.get(key, {}), **value}
-    return Profile.model_validate(data)
-
-
-def tokens(tag: str, n: int) -> list[str]:
-    return [f"{tag}{i}" for i in range(n)]
-
 
 # ---------------------------------------------------------------------- prefix cache
 
