@@ -10,6 +10,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from coachbus import confidence
+from coachbus.llm import Policy
 from evaluation import conversations as conv
 from evaluation import crisis, decisions
 from evaluation.corpus import DEFAULT_DATA, SPLITS, CorpusError, load, load_raw, splits
@@ -52,7 +54,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--calibrate",
         action="store_true",
-        help="write the crisis screen's measured confidences (from the calibration split)",
+        help="write the measured confidences of the crisis screen, blocked steps, patterns "
+        "or register (from the calibration split) into coachbus/content",
     )
     p.add_argument(
         "--conversations",
@@ -131,13 +134,29 @@ def _crisis(args: argparse.Namespace) -> dict[str, Any] | int:
     return crisis.report(args.split, tiers)
 
 
-def _decision(name: str, args: argparse.Namespace) -> dict[str, Any]:
+def _decision(name: str, args: argparse.Namespace) -> dict[str, Any] | int:
     items = [i for s in splits(name, args.split, args.data) for i in load_raw(name, s, args.data)]
     listed = args.split == "dev"
     reports = [decisions.SCORERS[name](items)]
+    kind = decisions.KIND_OF.get(name)
+    if args.calibrate:
+        if kind is None:
+            print(f"coachbus eval: {name} is a check, not a routed decision", file=sys.stderr)
+            return 2
+        table = decisions.measure_calibration(reports[0].answers)
+        return _write_calibration(
+            f"calibration/{kind}.toml", confidence.table_toml(kind, table, len(items))
+        )
     if args.llm_base_url and name in decisions.ROUTED:
         reports.append(asyncio.run(decisions.ROUTED[name](items, _candidate(args))))
-    tiers = {r.tier: decisions.figures(r, list_items=listed) for r in reports}
+    # Silent errors are judged against the bar of the policy the run uses.
+    bar = Policy.load(args.policy).for_kind(kind).min_confidence if kind else None
+    tiers = {
+        r.tier: decisions.figures(
+            r, list_items=listed, bar=bar if r.tier == "deterministic" else None
+        )
+        for r in reports
+    }
     return {"corpus": name, "split": args.split, "tiers": tiers}
 
 
@@ -153,8 +172,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.conversations and names != ["crisis"]:
         print("coachbus eval: --conversations is for the crisis corpus", file=sys.stderr)
         return 2
-    if args.calibrate and names != ["crisis"]:
-        print("coachbus eval: --calibrate is for the crisis corpus", file=sys.stderr)
+    if args.calibrate and len(names) != 1:
+        print("coachbus eval: --calibrate measures one corpus at a time", file=sys.stderr)
+        return 2
+    if args.calibrate and args.split != crisis.CALIBRATION_SPLIT:
+        # Confidence measured on the split the rules are tuned on (dev) is not a
+        # measurement, and heldout stays report-only: only the calibration split.
+        print("coachbus eval: --calibrate reads the calibration split only", file=sys.stderr)
         return 2
     routed = {"crisis", *decisions.ROUTED}
     if args.llm_base_url and not set(names) <= routed:
@@ -183,7 +207,10 @@ def main(argv: list[str] | None = None) -> int:
                     return rep
                 corpora[conv.CORPUS if args.conversations else name] = rep
             else:
-                corpora[name] = _decision(name, args)
+                decided = _decision(name, args)
+                if isinstance(decided, int):
+                    return decided
+                corpora[name] = decided
     except CorpusError as exc:
         print(f"coachbus eval: {exc}", file=sys.stderr)
         return 2

@@ -25,14 +25,22 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, TypeAlias
 
+from coachbus.confidence import (
+    CORPUS_OF,
+    MeasuredKind,
+    measured,
+    pattern_outcome,
+    register_outcome,
+    steps_outcome,
+)
 from coachbus.contracts.events import UserMessage, language_and_address
 from coachbus.contracts.payloads import TIER_RANK, Language
 from coachbus.llm import Message
 from coachbus.memory import context_for
 from coachbus.replycheck import check_reply
-from coachbus.safety.steps import markers_of, screen_steps
+from coachbus.safety.steps import markers_of, screen_confidence, screen_steps
 from evaluation.chain import Chain, Step
-from evaluation.metrics import Binary, fmt, ratio, reliability
+from evaluation.metrics import Binary, fmt, ratio, reliability, smoothed_accuracy
 from evaluation.results import NONE, Answer, Report
 from evaluation.tiers import Candidate, RouterTier, run_router, run_rules, spent
 
@@ -42,9 +50,28 @@ Raw = dict[str, Any]
 Scored: TypeAlias = Answer[Raw]
 
 
-def figures(rep: Report[Scored], *, list_items: bool) -> dict[str, Any]:
+def silent_errors(answers: Sequence[Scored], bar: float) -> dict[str, Any]:
+    """The figure that matters for routing: answers that were wrong and reported a
+    confidence at or above the policy's bar, so the router kept them and no model or
+    human was asked. An answer without a confidence counts as sure: nothing would
+    route it on."""
+
+    def sure(a: Scored) -> bool:
+        return a.confidence is None or a.confidence >= bar
+
+    silent = sum(not a.exact and sure(a) for a in answers)
+    return {
+        "bar": bar,
+        "count": silent,
+        "share": ratio(silent, len(answers)),
+        "routed_on": ratio(sum(not sure(a) for a in answers), len(answers)),
+    }
+
+
+def figures(rep: Report[Scored], *, list_items: bool, bar: float | None = None) -> dict[str, Any]:
     """One tier's figures, per label and micro-averaged over the labels other than
-    "none"; ``list_items``: with the misses (on dev only)."""
+    "none"; ``list_items``: with the misses (on dev only); ``bar``: the policy's bar
+    for this decision, for the silent errors (deterministic tier only)."""
     labels = sorted({lab for s in rep.answers for lab in s.predicted | s.expected})
     per_label = {lab: Binary() for lab in labels}
     micro = Binary()
@@ -65,6 +92,7 @@ def figures(rep: Report[Scored], *, list_items: bool) -> dict[str, Any]:
         "by_label": {k: v.as_dict() for k, v in per_label.items()},
         "by_language": {k: v.as_dict() for k, v in sorted(by_language.items())},
         "reliability": reliability(pairs) if pairs else None,
+        "silent_errors": silent_errors(rep.answers, bar) if bar is not None else None,
         **rep.costs(),
     }
     if list_items:
@@ -113,22 +141,32 @@ def _talk(user: str, texts: Sequence[str]) -> list[Step]:
 
 
 def score_steps(items: Sequence[Raw]) -> Report[Scored]:
+    table = measured("blocked_steps")
+
     def answer(_n: int, item: Raw) -> Scored:
-        hits = screen_steps(item["text"], set(item["conditions"]))
+        conditions = set(item["conditions"])
+        hits = screen_steps(item["text"], conditions)
+        outcome = steps_outcome(bool(hits), any(h.conditional for h in hits), bool(conditions))
         return Answer(
             item=item,
             predicted=frozenset(h.spec.step_id for h in hits) or frozenset({NONE}),
             expected=frozenset(item["expected"]) or frozenset({NONE}),
-            confidence=min((h.confidence for h in hits), default=None),
+            confidence=table.of(outcome),
+            outcome=outcome,
         )
 
     return run_rules(items, answer)
 
 
 def score_register(items: Sequence[Raw]) -> Report[Scored]:
+    table = measured("language_register")
+
     def answer(_n: int, item: Raw) -> Scored:
         language, address = language_and_address(item["text"])
+        outcome = register_outcome(language, address)
         return Answer(
+            confidence=table.of(outcome),
+            outcome=outcome,
             item=item,
             predicted=frozenset({f"language:{language}", f"register:{address or NONE}"}),
             expected=frozenset(
@@ -143,16 +181,19 @@ def score_register(items: Sequence[Raw]) -> Report[Scored]:
 
 
 def score_patterns(items: Sequence[Raw]) -> Report[Scored]:
+    table = measured("pattern_classification")
+
     def answer(n: int, item: Raw) -> Scored:
         steps = _talk(f"eval-p{n}", item["turns"])
         board = steps[-1].board if steps else None
         primary = board.primary_pattern if board is not None else None
-        record = board.patterns.get(primary) if board is not None and primary is not None else None
+        outcome = pattern_outcome(primary.value if primary is not None else None)
         return Answer(
             item=item,
             predicted=frozenset({primary.value if primary is not None else NONE}),
             expected=frozenset({item["expected"] or NONE}),
-            confidence=getattr(record, "confidence", None) if record is not None else None,
+            confidence=table.of(outcome),
+            outcome=outcome,
         )
 
     return run_rules(items, answer)
@@ -211,19 +252,13 @@ async def steps_with_router(items: Sequence[Raw], candidate: Candidate) -> Repor
     """The ``blocked_steps`` decision as Stability takes it: the catalogue's triggers
     first, the policy's LLM tiers below the bar (a standing condition, or nothing
     found), a model's step kept only with the person's own words as evidence."""
-    from services.stability import logic as stability
     from services.stability import prompts
 
     async def decide(tier: RouterTier, n: int, item: Raw) -> Scored:
         conditions = set(item["conditions"])
         hits = screen_steps(item["text"], conditions)
         found = {h.spec.step_id for h in hits}
-        if hits:
-            conf = min(h.confidence for h in hits)
-        elif conditions:
-            conf = stability.NO_STEPS_CONDITIONS_CONFIDENCE
-        else:
-            conf = stability.NO_STEPS_CONFIDENCE
+        conf = screen_confidence(hits, conditions)
         msg = _message(item["text"], f"eval-s{n}", 1)
         ctx = context_for(None, msg)
         instructions = prompts.steps_instructions(sorted(conditions))
@@ -286,7 +321,7 @@ async def patterns_with_router(items: Sequence[Raw], candidate: Candidate) -> Re
 
             ctx = context_for(None, msg)
             # A crisis message is never pattern material (as in Shadow's handler).
-            confidence = 1.0 if sure else payload.confidence
+            confidence = 1.0 if sure else shadow.classification_confidence(updated)
 
             def deterministic(
                 det: prompts.ShadowDecision = det, confidence: float = confidence
@@ -362,6 +397,12 @@ def summary(rep: dict[str, Any]) -> str:
     rel = rep.get("reliability")
     if rel:
         lines.append(f"  reliability ECE {fmt(rel['ece'])}")
+    silent = rep.get("silent_errors")
+    if silent:
+        lines.append(
+            f"  silent errors {fmt(silent['share'])} ({silent['count']} wrong at or above the "
+            f"bar {silent['bar']}; {fmt(silent['routed_on'])} of answers go on to a model)"
+        )
     lat = rep["latency_ms"]
     lines.append(f"  latency p50 {fmt(lat['p50'])} ms, p95 {fmt(lat['p95'])} ms")
     for m in rep.get("misses", []):
@@ -369,4 +410,24 @@ def summary(rep: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["ROUTED", "SCORERS", "Raw", "Scored", "figures", "summary"]
+# The decision each corpus measures, where its confidence is measured (the rest:
+# conflicts and replies are checks, not routed decisions).
+KIND_OF: dict[str, MeasuredKind] = {corpus: kind for kind, corpus in CORPUS_OF.items()}
+
+
+def measure_calibration(answers: Sequence[Scored]) -> dict[str, float]:
+    """Measured confidence per outcome: Laplace-smoothed accuracy on the split."""
+    return smoothed_accuracy((a.outcome, a.exact) for a in answers if a.outcome is not None)
+
+
+__all__ = [
+    "KIND_OF",
+    "ROUTED",
+    "SCORERS",
+    "Raw",
+    "Scored",
+    "figures",
+    "measure_calibration",
+    "silent_errors",
+    "summary",
+]

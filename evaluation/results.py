@@ -25,6 +25,9 @@ class Answer(Generic[ItemT]):
     predicted: frozenset[str]
     expected: frozenset[str]
     confidence: float | None = None
+    # The kind of answer the deterministic tier gave (coachbus.confidence): what its
+    # confidence is measured per, on the calibration split.
+    outcome: str | None = None
     tier: str = "deterministic"  # the tier that carried the answer
     latency_s: float = 0.0
     tokens: int = 0

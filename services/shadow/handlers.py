@@ -35,7 +35,9 @@ async def handle(message: UserMessage) -> ShadowResult:
     def deterministic() -> tuple[ShadowDecision, float]:
         # A crisis message is never pattern material: no model reads it for patterns.
         sure = logic.is_crisis_message(message)
-        return ShadowDecision(updated, payload), 1.0 if sure else payload.confidence
+        return ShadowDecision(updated, payload), (
+            1.0 if sure else logic.classification_confidence(updated)
+        )
 
     def build(tier: LLMTier, errors: list[str]) -> list[Message]:
         ctx = context_for(memory.get(message.user_id), message)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import re
 
+from coachbus.confidence import measured, pattern_outcome
 from coachbus.contracts.events import UserMessage
 from coachbus.contracts.payloads import (
     ActualPriority,
@@ -97,6 +98,17 @@ def refine(
         _record_pattern(b, pattern, quote(q, QUOTE_CHARS), msg.session_id, turn)
     b.primary_pattern = _primary(b)[0]
     return b, payload_from_board(b)
+
+
+def classification_confidence(board: Blackboard) -> float:
+    """How often the rules' primary pattern (or "none yet") of this kind was right
+    on conversations no rule was fitted to (the patterns corpus's calibration split,
+    coachbus.confidence): what the router weighs against the policy's bar. The
+    evidence-strength figure on the payload says how much the board has seen; this
+    says how far to trust the rules' reading of it."""
+    primary = board.primary_pattern
+    outcome = pattern_outcome(primary.value if primary is not None else None)
+    return measured("pattern_classification").of(outcome)
 
 
 def is_crisis_message(msg: UserMessage) -> bool:

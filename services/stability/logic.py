@@ -41,6 +41,7 @@ from coachbus.safety.steps import (
     CONDITION_TTL,
     StepHit,
     detect_conditions,
+    screen_confidence,
     screen_steps,
 )
 
@@ -50,10 +51,6 @@ BLOCK_TTL = 20
 CARRIED_CONFIDENCE = 0.7
 # Priority (S x D x R) from which a risk alone makes the turn "high".
 HIGH_PRIORITY = 60
-# Router confidences (policy bar: blocked_steps 0.8). The crisis screen reports its
-# own measured confidence (coachbus.safety.calibration).
-NO_STEPS_CONFIDENCE = 0.85
-NO_STEPS_CONDITIONS_CONFIDENCE = 0.7
 # Confidence of a blocked step only an LLM tier found (its evidence was checked).
 MODEL_STEP_CONFIDENCE = 0.7
 # Patterns on the board that make a risky plan likelier to be carried out in full.
@@ -158,14 +155,12 @@ def risk_confidence(payload: StabilityPayload) -> float:
 def steps_confidence(state: SafetyState, said: NormalizedText) -> float:
     """Confidence of this turn's blocked steps (the ``blocked_steps`` decision).
 
-    A step that depends on a standing condition (training hard while injured) is
-    less certain than a plain trigger; with nothing found, a standing condition
-    makes a missed paraphrase costlier, so a model is asked then too."""
+    Measured on the steps corpus's calibration split per kind of answer
+    (coachbus.confidence): a step found clears the policy's bar; "no step" does not
+    (the rules miss a third of the steps on new text), so a model, where one is
+    configured, reads every message the rules found nothing in."""
     conditions = active_conditions(state)
-    hits = screen_steps(said, conditions)
-    if hits:
-        return min(h.confidence for h in hits)
-    return NO_STEPS_CONDITIONS_CONFIDENCE if conditions else NO_STEPS_CONFIDENCE
+    return screen_confidence(screen_steps(said, conditions), conditions)
 
 
 def active_conditions(s: SafetyState) -> set[str]:
@@ -230,8 +225,9 @@ def _payload(
     elif now:
         confidence = max(h.confidence for h in hits)
     else:
-        # Clean: as sure as the crisis screen's clean bucket and the step screen.
-        confidence = min(crisis.confidence, NO_STEPS_CONFIDENCE)
+        # Clean: as sure as the crisis screen's clean bucket and the step screen's
+        # "no step", both measured.
+        confidence = min(crisis.confidence, screen_confidence([], active_conditions(s)))
     # The turn right after a crisis (its event was recorded on the previous turn).
     last = s.crisis_history[-1] if s.crisis_history else None
     post_crisis = not is_crisis(crisis) and last is not None and last.turn == s.turn_count - 1

@@ -369,22 +369,37 @@ async def test_stability_rejects_an_invented_crisis_quote(wire: Any) -> None:
     result = await stability.handle(message("Work was long today and I am so tired of everything."))
     assert result.payload.crisis.category is CrisisCategory.NONE
     assert result.fallback_reason is not None
-    assert "not in the message" in w.script.instructions()
+    # The repair prompt names the problem (the steps decision, uncertain too on a
+    # message the rules found nothing in, is asked after the screen).
+    assert any(
+        "not in the message" in w.script.instructions(i) for i in range(len(w.script.bodies))
+    )
 
 
-async def test_stability_model_adds_blocked_steps_and_keeps_the_regexs(wire: Any) -> None:
+async def test_stability_asks_the_model_when_the_rules_find_no_step(wire: Any) -> None:
     w = wire(stability)
-    text = "My knee injury is better, so I'll train every day and also cut out sleep to study."
+    # No rule reads this as cutting sleep; "no step" is right only about half the time
+    # on new text (measured), below the bar: the model is asked and its quoted step kept.
+    text = "I'll study through the nights until the exam, whatever it takes."
     w.script.answers = [
         _risk("none", 0.95, []),
         json.dumps(
-            {"steps": [{"step_id": "sleep_deprivation", "evidence": "cut out sleep to study"}]}
+            {"steps": [{"step_id": "sleep_deprivation", "evidence": "study through the nights"}]}
         ),
     ]
     result = await stability.handle(message(text))
-    blocked = {b.step_id for b in result.payload.blocked_steps}
-    assert {"train_through_injury", "sleep_deprivation"} <= blocked
+    assert {b.step_id for b in result.payload.blocked_steps} == {"sleep_deprivation"}
     assert result.tier == "small"
+
+
+async def test_a_confident_block_costs_no_model_call(wire: Any) -> None:
+    w = wire(stability)
+    # A step the rules found is right 0.88 of the time (measured): above the bar, so
+    # only the crisis screen (its clean answer below its own bar) asks the model.
+    w.script.answers = [_risk("none", 0.95, [])]
+    result = await stability.handle(message("Tomorrow I quit my job, no backup plan at all."))
+    assert {b.step_id for b in result.payload.blocked_steps} == {"quit_job_abruptly"}
+    assert len(w.script.bodies) == 1
 
 
 # --------------------------------------------------------------------------- Shadow

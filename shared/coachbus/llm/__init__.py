@@ -42,6 +42,7 @@ from coachbus.llm.prompt import (
 )
 from coachbus.llm.router import (
     DECISION_KINDS,
+    REPORTED_KINDS,
     DecisionContext,
     DecisionPolicy,
     Outcome,
@@ -55,6 +56,7 @@ from coachbus.llm.tokens import EstimateCounter, TokenCounter, count_messages, d
 
 __all__ = [
     "DECISION_KINDS",
+    "REPORTED_KINDS",
     "Budget",
     "BudgetExceededError",
     "ChatRequest",

@@ -56,6 +56,10 @@ DECISION_KINDS = (
     "synthesis_prose",
     "memory_compression",
 )
+# Decisions no model carries yet, whose bar the eval reads to count silent errors
+# (coachbus.confidence): optional in an operator's policy file (the shipped bar is
+# used when one leaves them out), so adding one breaks no deployed policy.
+REPORTED_KINDS = ("language_register",)
 
 
 class DecisionPolicy(BaseModel):
@@ -107,6 +111,10 @@ class Policy(BaseModel):
         path = path or LLMSettings().policy_file
         if path:
             return cls.from_toml(Path(path).read_text(encoding="utf-8"))
+        return cls.load_shipped()
+
+    @classmethod
+    def load_shipped(cls) -> Policy:
         shipped = resources.files("coachbus.llm").joinpath("policy.toml")
         return cls.from_toml(shipped.read_text(encoding="utf-8"))
 
@@ -114,6 +122,8 @@ class Policy(BaseModel):
         try:
             return self.decisions[kind]
         except KeyError:
+            if kind in REPORTED_KINDS:
+                return Policy.load_shipped().decisions[kind]
             raise KeyError(f"no policy for decision kind {kind!r}") from None
 
 
@@ -353,6 +363,7 @@ class Router:
 
 __all__ = [
     "DECISION_KINDS",
+    "REPORTED_KINDS",
     "DecisionContext",
     "DecisionPolicy",
     "Outcome",

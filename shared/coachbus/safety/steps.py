@@ -16,10 +16,41 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from coachbus import content
+from coachbus.confidence import measured, steps_outcome
 from coachbus.content.phrases import phrase
 from coachbus.contracts.payloads import BlockedStep, Risk
 from coachbus.normalize import NormalizedText, fold_pattern, normalized
 from coachbus.text import DOMAIN_ORDER, Language, Phrase, Register
+
+
+@dataclass(frozen=True, slots=True)
+class Combo:
+    """An act and a risky object near each other, in either order: "stop" + "my
+    meds", "setz … ab" + "Tabletten". People name a step in their own words; a
+    phrase list misses most of them (the heldout recall of the phrase triggers alone
+    was 0.26), while the act and its object are each said in a few dozen ways."""
+
+    act: re.Pattern[str]
+    object: re.Pattern[str]
+    # The most words between the two (German puts the object between a separable
+    # verb's parts: "setz die Tabletten ab").
+    window: int
+
+    def search(self, said: str) -> str | None:
+        """The stretch of ``said`` from the act to the object, if they are close."""
+        acts = [m.span() for m in self.act.finditer(said)]
+        if not acts:
+            return None
+        for o in self.object.finditer(said):
+            for a in acts:
+                lo, hi = (a, o.span()) if a[0] <= o.start() else (o.span(), a)
+                gap = said[lo[1] : hi[0]] if lo[1] <= hi[0] else ""
+                if len(_WORD.findall(gap)) <= self.window:
+                    return said[min(a[0], o.start()) : max(a[1], o.end())]
+        return None
+
+
+_WORD = re.compile(r"\w+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,14 +75,38 @@ class StepSpec:
     # How a reply opens the safer path: "venture" (a risky bet on a plan: job, savings,
     # debt) meets the drive with strategy, "care" (health, safety) with care.
     approach: Literal["venture", "care"] = "care"
+    # Acts near risky objects (see Combo), beside the phrase triggers.
+    combos: tuple[Combo, ...] = ()
+    # The step already safely arranged (a doctor-led taper, a signed contract, a
+    # physio's plan): a hit is dropped when one of these is said and no defiance
+    # ("but", "anyway") follows it.
+    safe: re.Pattern[str] | None = None
 
     @property
     def priority(self) -> int:
         return self.severity * self.detectability * self.reversibility
 
-    def heads_for(self, text: str | NormalizedText) -> re.Match[str] | None:
-        """Whether ``text`` (a user's message) heads for this step."""
-        return self.triggers.search(normalized(text).text)
+    def heads_for(self, text: str | NormalizedText) -> str | None:
+        """What in ``text`` (a user's message) heads for this step, if anything."""
+        return self.found_in(normalized(text).text)
+
+    def found_in(self, said: str) -> str | None:
+        """The words of ``said`` (normalised) naming this step: a phrase trigger or
+        an act near its object, unless the step is said to be safely arranged."""
+        m = self.triggers.search(said)
+        found = m.group(0) if m else next(filter(None, (c.search(said) for c in self.combos)), None)
+        if found is None or self._arranged(said):
+            return None
+        return found
+
+    def _arranged(self, said: str) -> bool:
+        if self.safe is None:
+            return False
+        cue = self.safe.search(said)
+        # "The physio said three weeks rest, but I'm benching tomorrow": a safe
+        # arrangement the person then defies is no arrangement. When unsure, the
+        # hit stands (the protective reading).
+        return cue is not None and not _DEFIANCE.search(said, cue.end())
 
     def risk(self) -> Risk:
         return Risk(
@@ -77,7 +132,9 @@ class StepSpec:
 _STEP_KEYS = (
     *("id", "domain", "step", "reason", "severity", "detectability", "reversibility"),
     *("needs_condition", "reveals", "approach", "triggers", "markers", "safer"),
+    *("combo", "safe"),
 )
+_COMBO_KEYS = ("act", "object", "window")
 
 
 def _patterns(doc: content.Doc, value: object, at: str) -> re.Pattern[str]:
@@ -88,6 +145,21 @@ def _patterns(doc: content.Doc, value: object, at: str) -> re.Pattern[str]:
         return re.compile(fold_pattern(source))
     except re.error as exc:
         raise doc.fail(at, f"not a regular expression: {exc}") from exc
+
+
+def _combos(doc: content.Doc, value: object, at: str) -> tuple[Combo, ...]:
+    out: list[Combo] = []
+    for k, item in enumerate(content.array(doc, value, at)):
+        raw = content.table(doc, item, f"{at}[{k}]")
+        content.only(doc, raw, _COMBO_KEYS, f"{at}[{k}]")
+        out.append(
+            Combo(
+                act=_patterns(doc, raw.get("act"), f"{at}[{k}].act"),
+                object=_patterns(doc, raw.get("object"), f"{at}[{k}].object"),
+                window=content.integer(doc, raw.get("window"), f"{at}[{k}].window", 0, 12),
+            )
+        )
+    return tuple(out)
 
 
 def _step(doc: content.Doc, value: object, at: str, conditions: set[str]) -> StepSpec:
@@ -112,7 +184,11 @@ def _step(doc: content.Doc, value: object, at: str, conditions: set[str]) -> Ste
         k: content.integer(doc, raw.get(k), f"{at}.{k}", 1, 5)
         for k in ("severity", "detectability", "reversibility")
     }
+    combos = _combos(doc, raw["combo"], f"{at}.combo") if "combo" in raw else ()
+    safe = _patterns(doc, raw["safe"], f"{at}.safe") if "safe" in raw else None
     return StepSpec(
+        combos=combos,
+        safe=safe,
         step_id=content.text(doc, raw.get("id"), f"{at}.id"),
         domain=domain,
         step=content.text(doc, raw.get("step"), f"{at}.step"),
@@ -127,9 +203,14 @@ def _step(doc: content.Doc, value: object, at: str, conditions: set[str]) -> Ste
     )
 
 
+def _defiance() -> re.Pattern[str]:
+    doc = content.read("coachbus.content", "risky_steps.toml")
+    return _patterns(doc, doc.raw.get("defiance"), "defiance")
+
+
 def _catalogue() -> tuple[dict[str, StepSpec], dict[str, int], dict[str, re.Pattern[str]]]:
     doc = content.read("coachbus.content", "risky_steps.toml")
-    content.only(doc, doc.raw, ("step", "condition"), "")
+    content.only(doc, doc.raw, ("step", "condition", "defiance"), "")
     ttl: dict[str, int] = {}
     cues: dict[str, re.Pattern[str]] = {}
     for name, raw in content.table(doc, doc.raw.get("condition"), "condition").items():
@@ -147,6 +228,8 @@ def _catalogue() -> tuple[dict[str, StepSpec], dict[str, int], dict[str, re.Patt
     return steps, ttl, cues
 
 
+# Words that turn a safe arrangement said before them into one the person defies.
+_DEFIANCE = _defiance()
 # The steps; how long (in turns) Stability remembers each standing condition; and
 # the cues that reveal a condition in a message.
 CATALOGUE, CONDITION_TTL, _CONDITIONS = _catalogue()
@@ -167,6 +250,11 @@ class StepHit:
     trigger: str
     confidence: float
 
+    @property
+    def conditional(self) -> bool:
+        """Whether the hit rests on a standing condition (training while injured)."""
+        return bool(self.spec.needs_condition)
+
 
 def screen_steps(
     text: str | NormalizedText, conditions: set[str] | frozenset[str] = frozenset()
@@ -180,13 +268,27 @@ def screen_steps(
     here = _conditions_in(said) | set(conditions)
     hits: list[StepHit] = []
     for spec in CATALOGUE.values():
-        m = spec.triggers.search(said)
-        if not m:
+        found = spec.found_in(said)
+        if found is None:
             continue
         if spec.needs_condition and spec.needs_condition not in here:
             continue
-        hits.append(StepHit(spec, m.group(0).lower(), 0.9 if not spec.needs_condition else 0.75))
+        hits.append(StepHit(spec, found.lower(), _measured_hit(spec)))
     return hits
+
+
+def _measured_hit(spec: StepSpec) -> float:
+    # The confidence the router weighs: measured per outcome on the steps corpus's
+    # calibration split (coachbus.confidence), never a number chosen here.
+    return measured("blocked_steps").of(steps_outcome(True, bool(spec.needs_condition), False))
+
+
+def screen_confidence(hits: list[StepHit], remembered: set[str] | frozenset[str]) -> float:
+    """How often the step screen's answer of this kind was right on new text: a
+    step found (on a plain trigger or a standing condition), or none (with or
+    without a condition remembered, when a paraphrase the rules miss costs most)."""
+    outcome = steps_outcome(bool(hits), any(h.conditional for h in hits), bool(remembered))
+    return measured("blocked_steps").of(outcome)
 
 
 def markers_of(step_ids: list[str] | set[str]) -> list[str]:
@@ -206,10 +308,12 @@ def safer_phrase(step_id: str, language: Language, register: Register) -> str | 
 __all__ = [
     "CATALOGUE",
     "CONDITION_TTL",
+    "Combo",
     "StepHit",
     "StepSpec",
     "detect_conditions",
     "markers_of",
     "safer_phrase",
+    "screen_confidence",
     "screen_steps",
 ]

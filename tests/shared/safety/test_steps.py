@@ -95,3 +95,56 @@ def test_a_normalised_message_is_screened_like_the_raw_one() -> None:
     assert steps.detect_conditions(said) == steps.detect_conditions(text) == {"injury"}
     spec = steps.CATALOGUE["train_through_injury"]
     assert spec.heads_for(said) is not None and spec.heads_for(text) is not None
+
+
+def _combo(act: str, obj: str, window: int) -> steps.Combo:
+    import re
+
+    return steps.Combo(re.compile(act), re.compile(obj), window)
+
+
+def test_a_combination_finds_the_act_near_its_object_in_either_order() -> None:
+    combo = _combo(r"\bsetz\w* (?:\w+ ){0,4}ab\b|\babsetzen\b", r"\btabletten\b", 2)
+    # German puts the object inside the separable verb, or after the infinitive.
+    assert combo.search("ich setz die tabletten ab") == "setz die tabletten ab"
+    assert combo.search("die tabletten will ich absetzen") is not None
+    # Too far apart: two words allowed between act and object, here four.
+    assert combo.search("die tabletten nehme ich gern und ich will absetzen") is None
+
+
+def test_plain_words_of_real_messages_are_caught() -> None:
+    said = {
+        "going cold turkey on the little white ones from monday": "stop_medication",
+        "Das Sertralin nehm ich einfach nicht mehr, seit Montag schon.": "stop_medication",
+        "Ab morgen nur noch 500 Kalorien, bis die Hose wieder passt.": "crash_diet",
+        "We're going to remortgage the house to get the gym franchise off the ground.": (
+            "debt_for_venture"
+        ),
+    }
+    for text, step in said.items():
+        assert step in {h.spec.step_id for h in steps.screen_steps(text)}, text
+
+
+def test_a_safe_arrangement_clears_the_step_unless_the_person_defies_it() -> None:
+    arranged = "My doctor agreed a taper plan, so I'm coming off the sertraline over six weeks."
+    defied = "My doctor said to keep going but I'm coming off the sertraline this week anyway."
+    assert steps.screen_steps(arranged) == []
+    assert [h.spec.step_id for h in steps.screen_steps(defied)] == ["stop_medication"]
+    contract = "I signed the offer from the new company yesterday, so I'll hand in my notice."
+    assert steps.screen_steps(contract) == []
+
+
+def test_abuse_said_in_the_message_counts_as_the_standing_condition() -> None:
+    text = "Er schlägt mich, wenn er getrunken hat. Morgen fahr ich allein hin."
+    assert "abuse" in steps.detect_conditions(text)
+    assert "confront_abuser_alone" in {h.spec.step_id for h in steps.screen_steps(text)}
+
+
+def test_a_hit_reports_the_confidence_measured_for_its_kind() -> None:
+    from coachbus.confidence import measured
+
+    table = measured("blocked_steps").confidence
+    [hit] = steps.screen_steps("tomorrow i quit my job, no backup plan")
+    assert hit.confidence == table["hit"]
+    assert steps.screen_confidence([], set()) == table["none"]
+    assert steps.screen_confidence([], {"injury"}) == table["none_conditions"]
