@@ -23,8 +23,8 @@ SCHEMA = json.loads((ROOT / "docs" / "eval.schema.json").read_text(encoding="utf
 # fails when a change makes a decision worse on items nobody tuned on; raise them as
 # the rules improve, never lower them to let a change through). (exact match, micro F1)
 FLOORS: dict[str, tuple[float, float]] = {
-    # Combinations of an act and its object (2026-12-03): 0.42 -> 0.73 exact.
-    "steps": (0.73, 0.79),
+    # Combinations of an act and its object (2026-12-03): 0.42 -> 0.79 exact.
+    "steps": (0.78, 0.84),
     "register": (0.74, 0.86),
     "patterns": (0.83, 0.86),
     "conflicts": (0.29, 0.25),

@@ -95,7 +95,7 @@ class StepSpec:
         an act near its object, unless the step is said to be safely arranged."""
         m = self.triggers.search(said)
         found = m.group(0) if m else next(filter(None, (c.search(said) for c in self.combos)), None)
-        if found is None or self._arranged(said):
+        if found is None or self._arranged(said) or _REFUSAL.search(said):
             return None
         return found
 
@@ -203,14 +203,14 @@ def _step(doc: content.Doc, value: object, at: str, conditions: set[str]) -> Ste
     )
 
 
-def _defiance() -> re.Pattern[str]:
+def _top(key: str) -> re.Pattern[str]:
     doc = content.read("coachbus.content", "risky_steps.toml")
-    return _patterns(doc, doc.raw.get("defiance"), "defiance")
+    return _patterns(doc, doc.raw.get(key), key)
 
 
 def _catalogue() -> tuple[dict[str, StepSpec], dict[str, int], dict[str, re.Pattern[str]]]:
     doc = content.read("coachbus.content", "risky_steps.toml")
-    content.only(doc, doc.raw, ("step", "condition", "defiance"), "")
+    content.only(doc, doc.raw, ("step", "condition", "defiance", "refusal"), "")
     ttl: dict[str, int] = {}
     cues: dict[str, re.Pattern[str]] = {}
     for name, raw in content.table(doc, doc.raw.get("condition"), "condition").items():
@@ -229,7 +229,10 @@ def _catalogue() -> tuple[dict[str, StepSpec], dict[str, int], dict[str, re.Patt
 
 
 # Words that turn a safe arrangement said before them into one the person defies.
-_DEFIANCE = _defiance()
+_DEFIANCE = _top("defiance")
+# A step refused outright, or someone else's plan ("I'd never stop my meds without
+# Dr. K", "my girlfriend wants to quit her job"): no step of the person's own.
+_REFUSAL = _top("refusal")
 # The steps; how long (in turns) Stability remembers each standing condition; and
 # the cues that reveal a condition in a message.
 CATALOGUE, CONDITION_TTL, _CONDITIONS = _catalogue()
