@@ -38,7 +38,7 @@ from coachbus.contracts.payloads import TIER_RANK, Language
 from coachbus.llm import Message
 from coachbus.memory import context_for
 from coachbus.replycheck import check_reply
-from coachbus.safety.steps import markers_of, screen_confidence, screen_steps
+from coachbus.safety.steps import screen_confidence, screen_steps
 from evaluation.chain import Chain, Step
 from evaluation.metrics import Binary, fmt, ratio, reliability, smoothed_accuracy
 from evaluation.results import NONE, Answer, Report
@@ -233,7 +233,7 @@ def score_replies(items: Sequence[Raw]) -> Report[Scored]:
             item["reply"],
             language=item["language"],
             register=item["register"],
-            markers=markers_of(item["never_say"]),
+            never=item["never_say"],
         )
         kinds = {kind for p in problems for prefix, kind in _KINDS if p.startswith(prefix)}
         return Answer(

@@ -23,7 +23,7 @@ from coachbus.safety.conversation import read_turn
 from coachbus.safety.helplines import SHIPPED, Helplines
 from coachbus.safety.replies import after_denial_reply, check_in_reply, crisis_reply
 from coachbus.safety.screen import is_crisis, needs_check_in
-from coachbus.safety.steps import CATALOGUE, screen_steps
+from coachbus.safety.steps import CATALOGUE, endangered_by, screen_steps
 from coachbus.text import (
     PROGRESS_RX,
     SETBACK_RX,
@@ -126,7 +126,7 @@ def quick_reply(
                 crisis_mode=True,
                 grounded_on=["safety", "crisis_history"],
                 confidence=0.7,
-                avoided_steps=blocked_ids,
+                avoided_steps=_avoided(blocked_ids, conditions),
                 crisis=screen,
             )
     hits = screen_steps(said, conditions)
@@ -156,7 +156,7 @@ def quick_reply(
             crisis_mode=False,
             grounded_on=[*grounded, "risk_screen"],
             confidence=0.75,
-            avoided_steps=blocked_ids,
+            avoided_steps=_avoided(blocked_ids, conditions),
         )
 
     # 5. Ordinary turn: specific acknowledgement plus one focused question.
@@ -211,8 +211,14 @@ def quick_reply(
         crisis_mode=False,
         grounded_on=grounded,
         confidence=0.65 if domain is not None else 0.45,
-        avoided_steps=blocked_ids,
+        avoided_steps=_avoided(blocked_ids, conditions),
     )
+
+
+def _avoided(blocked: list[str], conditions: set[str]) -> list[str]:
+    """The steps this reply must stay clear of: the blocks, and the steps the
+    person's remembered conditions make dangerous (checked in any wording)."""
+    return blocked + [s for s in endangered_by(conditions) if s not in blocked]
 
 
 def _clean(text: str, markers: list[str], lang: Language, reg: Register) -> str:

@@ -93,12 +93,11 @@ def problems(
     partial reply only what more text cannot undo is judged (a blocked step, an
     artefact, the wrong language or register); length on the whole reply.
     """
-    markers = [m for s in payload.avoided_steps if s in CATALOGUE for m in CATALOGUE[s].markers]
     return check_reply(
         text,
         language=payload.language,
         register=register,
-        markers=markers,
+        never=payload.avoided_steps,
         min_words=MIN_WORDS,
         max_words=MAX_WORDS,
         partial=partial,

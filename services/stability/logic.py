@@ -41,6 +41,7 @@ from coachbus.safety.steps import (
     CONDITION_TTL,
     StepHit,
     detect_conditions,
+    endangered_by,
     screen_confidence,
     screen_steps,
 )
@@ -242,4 +243,9 @@ def _payload(
         turns_since_crisis=(s.turn_count - last.turn) if last is not None else None,
         answered_check_in=answered,
         confidence=round(confidence, 3),
+        guarded_steps=[
+            sid
+            for sid in endangered_by(active_conditions(s))
+            if sid not in {b.step_id for b in blocked}
+        ],
     )

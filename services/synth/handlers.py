@@ -121,10 +121,10 @@ async def write_prose(message: UserMessage, outcome: logic.SynthOutcome) -> Fina
                     (utcnow() - message.created_at).total_seconds()
                 )
 
-        markers = [m for b in sheet.never_say for m in b.markers]
+        never = logic.never_steps(sheet)
         sink = SentencePublisher(
             publish,
-            partial_check(language=sheet.language, register=sheet.formality, markers=markers),
+            partial_check(language=sheet.language, register=sheet.formality, never=never),
             max_words=sheet.max_words,
             opening=opener,
             # Prompts of an older release asked for JSON: a model that still answers

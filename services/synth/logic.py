@@ -416,6 +416,11 @@ def build_sheet(
         stretch=stretch and mode == "coach" and not gentle,
         gentle=gentle,
         never_say=list(never.values()),
+        guarded_steps=[
+            sid
+            for sid in (stab.payload.guarded_steps if stab is not None else [])
+            if sid not in never
+        ],
         conflicts=conflicts,
         missing=list(missing),
         seed=seed_of(msg.turn_id),
@@ -451,6 +456,12 @@ def render(sheet: DecisionSheet, *, helplines: Helplines = SHIPPED) -> str:
     return _render.render(sheet, helplines=helplines)
 
 
+def never_steps(sheet: DecisionSheet) -> list[str]:
+    """Every catalogue step the reply must not suggest: this turn's blocks and the
+    steps the person's remembered conditions make dangerous."""
+    return [b.step_id for b in sheet.never_say if b.step_id] + list(sheet.guarded_steps)
+
+
 def validate(text: str, sheet: DecisionSheet, *, helplines: Helplines = SHIPPED) -> list[str]:
     """Problems with a reply, judged against the sheet; empty means it may be sent.
 
@@ -464,7 +475,7 @@ def validate(text: str, sheet: DecisionSheet, *, helplines: Helplines = SHIPPED)
         text,
         language=sheet.language,
         register=sheet.formality,
-        markers=[m for b in sheet.never_say for m in b.markers],
+        never=never_steps(sheet),
         min_words=sheet.min_words,
         max_words=sheet.max_words,
     )

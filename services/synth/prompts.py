@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from coachbus.contracts.payloads import DecisionSheet
 from coachbus.llm import Message, PromptBuilder, PromptContext
+from coachbus.safety.steps import CATALOGUE
 
 AGENT = "synth"
 
@@ -109,6 +110,14 @@ def sheet_brief(sheet: DecisionSheet) -> str:
         lines.append(
             "Never suggest or mention these steps: "
             + "; ".join(f"{b.step} ({b.reason})" for b in sheet.never_say)
+            + "."
+        )
+    guarded = [CATALOGUE[s] for s in sheet.guarded_steps if s in CATALOGUE]
+    if guarded:
+        # Conditions remembered from earlier turns make these dangerous now too.
+        lines.append(
+            "Given what they told you earlier, never suggest: "
+            + "; ".join(f"{g.step} ({g.reason})" for g in guarded)
             + "."
         )
         alternatives = [b.safer_alternative for b in sheet.never_say if b.safer_alternative]

@@ -149,14 +149,23 @@ class DeltaPublisher:
         self._last = self._clock()
 
 
-def partial_check(*, language: Language, register: Register, markers: Sequence[str] = ()) -> Check:
+def partial_check(
+    *,
+    language: Language,
+    register: Register,
+    markers: Sequence[str] = (),
+    never: Sequence[str] = (),
+) -> Check:
     """The one reply checker (coachbus.replycheck) on a reply still being written:
-    blocked-step markers, merge artefacts, language (once it can be told) and
-    du/Sie; length and help lines need the whole reply and are not judged here."""
-    found = list(markers)
+    blocked steps in finished sentences (any wording), markers, merge artefacts,
+    language (once it can be told) and du/Sie; length and help lines need the whole
+    reply and are not judged here."""
+    found, steps = list(markers), list(never)
 
     def check(text: str) -> list[str]:
-        return check_reply(text, language=language, register=register, markers=found, partial=True)
+        return check_reply(
+            text, language=language, register=register, markers=found, never=steps, partial=True
+        )
 
     return check
 

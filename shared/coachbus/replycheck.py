@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from coachbus.safety.steps import suggested_in_reply
 from coachbus.text import Language, Register, detect_language, find_markers, word_count
 
 # Words needed before the language of a partial reply can be judged.
@@ -102,17 +103,26 @@ def check_reply(
     language: Language,
     register: Register,
     markers: Sequence[str] = (),
+    never: Sequence[str] = (),
     min_words: int = 0,
     max_words: int | None = None,
     partial: bool = False,
 ) -> list[str]:
     """What is wrong with a reply; empty means it may be shown.
 
+    ``never``: the catalogue steps the reply must not suggest, found in any wording
+    (the step screen reads the reply; a sentence warning against a step may name
+    it). ``markers``: bare phrases that must not appear at all.
+
     On a partial reply (still streaming) only what more text cannot undo is judged:
-    a blocked-step marker, an artefact, the language once there are enough words
-    to tell, the register. Length is judged on the whole reply.
+    a blocked step in a finished sentence, a marker, an artefact, the language once
+    there are enough words to tell, the register. Length is judged on the whole reply.
     """
     out = [f"blocked step mentioned: {m!r}" for m in find_markers(text, list(markers))]
+    out.extend(
+        f"blocked step suggested: {step} ({words!r})"
+        for step, words in suggested_in_reply(text, never, partial=partial)
+    )
     out.extend(artefact_problems(text))
     words = word_count(text)
     if not partial or words >= LANGUAGE_AFTER_WORDS:

@@ -28,10 +28,19 @@ FLOORS: dict[str, tuple[float, float]] = {
     "register": (0.74, 0.86),
     "patterns": (0.83, 0.86),
     "conflicts": (0.29, 0.25),
-    # Re-measured when heldout doubled with blind-written replies (2026-12-03): the
-    # new items phrase blocked steps without the catalogue's words.
-    "replies": (0.61, 0.61),
+    # Heldout doubled with blind-written replies (2026-12-03), then the guard read the
+    # reply with the step screen instead of markers alone: 0.62 -> 0.75 exact.
+    "replies": (0.75, 0.79),
 }
+
+
+def test_the_reply_guard_catches_blocked_steps_in_any_wording() -> None:
+    # Goal 0.95 on heldout; measured 0.65 (from 0.17 with markers alone), at
+    # precision 0.73 (from 0.57): a floor, raised as the guard improves.
+    rep = SCORERS["replies"](load_raw("replies", "heldout", DATA)).answers
+    caught = sum("blocked_step" in a.predicted for a in rep if "blocked_step" in a.expected)
+    total = sum("blocked_step" in a.expected for a in rep)
+    assert caught / total >= 0.65, (caught, total)
 
 
 @pytest.mark.parametrize("corpus", sorted(SCORERS))

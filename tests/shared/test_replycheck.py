@@ -80,3 +80,45 @@ def test_partial_replies_are_not_judged_on_length_or_early_language() -> None:
     whole = check_reply("Run", language="de", register="informal", min_words=6)
     assert any(p.startswith("too short") for p in whole)
     assert any(p.startswith("wrong language") for p in whole)
+
+
+def _sheet(**fields: object) -> DecisionSheet:
+    base: dict[str, object] = {
+        "language": "en",
+        "formality": "informal",
+        "reading_level": "standard",
+        "length": "medium",
+        "min_words": 0,
+        "max_words": 200,
+        "tone": SheetTone(warmth=0.6, directness=0.5, challenge=0.3, autonomy_support=0.6),
+        "strategy": CoachingStrategy.MOTIVATIONAL_INTERVIEWING,
+        "mode": "coach",
+        "crisis": CrisisScreen(
+            category=CrisisCategory.NONE, confidence=0.9, matched=[], escalated=False
+        ),
+    }
+    return DecisionSheet.model_validate({**base, **fields})
+
+
+def test_the_guard_reads_the_reply_not_only_the_markers() -> None:
+    # No catalogue marker in it, and still a blocked step suggested.
+    reply = "Keep your daily runs going so you don't lose your fitness, the knee will adapt."
+    assert check_reply(reply, language="en", register="informal", markers=["train hard"]) == []
+    found = check_reply(reply, language="en", register="informal", never=["train_through_injury"])
+    assert any(p.startswith("blocked step suggested: train_through_injury") for p in found)
+
+
+def test_a_step_the_remembered_conditions_make_dangerous_is_caught_without_a_block() -> None:
+    # Nothing blocked this turn; the person said weeks ago that their knee is injured.
+    reply = "Keep your daily runs going so you don't lose your fitness, the knee will adapt."
+    assert not any(p.startswith("blocked") for p in validate(reply, _sheet()))
+    guarded = _sheet(guarded_steps=["train_through_injury"])
+    assert any(p.startswith("blocked step suggested") for p in validate(reply, guarded))
+    payload = CoachPayload(
+        text=reply,
+        language="en",
+        crisis_mode=False,
+        grounded_on=[],
+        avoided_steps=["train_through_injury"],
+    )
+    assert any(p.startswith("blocked step suggested") for p in problems(reply, payload, "informal"))

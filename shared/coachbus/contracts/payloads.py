@@ -323,6 +323,10 @@ class StabilityPayload(_Model):
     answered_check_in: CheckInAnswer | None = None
     # Confidence of the risk screen (crisis + blocked steps), for the router.
     confidence: Score01 = Field(default=1.0, ge=0, le=1)
+    # Catalogue steps the person's remembered conditions make dangerous (training
+    # while injured, confronting an abuser…) that this turn did not block: a reply
+    # suggesting one is caught all the same.
+    guarded_steps: list[str] = Field(default_factory=list)
 
 
 # --------------------------------------------------------------------------- Coach
@@ -413,6 +417,9 @@ class DecisionSheet(_Model):
     stretch: bool = Field(default=False, description="an ambition push survived the policy")
     gentle: bool = Field(default=False, description="soon after a crisis: no hard truths")
     never_say: list[BlockedStep] = Field(default_factory=list)
+    # Steps the remembered conditions make dangerous, not blocked this turn: never
+    # suggested either (StabilityPayload.guarded_steps).
+    guarded_steps: list[str] = Field(default_factory=list)
     conflicts: list[Conflict] = Field(default_factory=list)
     missing: list[str] = Field(default_factory=list)
     seed: int = Field(default=0, ge=0, description="picks phrasing variants, from the turn id")

@@ -12,6 +12,7 @@ once at import.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -20,7 +21,7 @@ from coachbus.confidence import measured, steps_outcome
 from coachbus.content.phrases import phrase
 from coachbus.contracts.payloads import BlockedStep, Risk
 from coachbus.normalize import NormalizedText, fold_pattern, normalized
-from coachbus.text import DOMAIN_ORDER, Language, Phrase, Register
+from coachbus.text import DOMAIN_ORDER, Language, Phrase, Register, find_markers
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,7 +211,9 @@ def _top(key: str) -> re.Pattern[str]:
 
 def _catalogue() -> tuple[dict[str, StepSpec], dict[str, int], dict[str, re.Pattern[str]]]:
     doc = content.read("coachbus.content", "risky_steps.toml")
-    content.only(doc, doc.raw, ("step", "condition", "defiance", "refusal"), "")
+    content.only(
+        doc, doc.raw, ("step", "condition", "defiance", "refusal", "warning", "reply_voice"), ""
+    )
     ttl: dict[str, int] = {}
     cues: dict[str, re.Pattern[str]] = {}
     for name, raw in content.table(doc, doc.raw.get("condition"), "condition").items():
@@ -233,6 +236,24 @@ _DEFIANCE = _top("defiance")
 # A step refused outright, or someone else's plan ("I'd never stop my meds without
 # Dr. K", "my girlfriend wants to quit her job"): no step of the person's own.
 _REFUSAL = _top("refusal")
+# A reply sentence warning against a step (naming it is not suggesting it).
+_WARNING = _top("warning")
+
+
+def _reply_voice() -> tuple[tuple[re.Pattern[str], str], ...]:
+    doc = content.read("coachbus.content", "risky_steps.toml")
+    pairs = content.array(doc, doc.raw.get("reply_voice"), "reply_voice")
+    out: list[tuple[re.Pattern[str], str]] = []
+    for k, pair in enumerate(pairs):
+        if not (
+            isinstance(pair, list) and len(pair) == 2 and all(isinstance(p, str) for p in pair)
+        ):
+            raise doc.fail(f"reply_voice[{k}]", "a [pattern, replacement] pair")
+        out.append((_patterns(doc, [pair[0]], f"reply_voice[{k}]"), pair[1]))
+    return tuple(out)
+
+
+_REPLY_VOICE = _reply_voice()
 # The steps; how long (in turns) Stability remembers each standing condition; and
 # the cues that reveal a condition in a message.
 CATALOGUE, CONDITION_TTL, _CONDITIONS = _catalogue()
@@ -292,6 +313,54 @@ def screen_confidence(hits: list[StepHit], remembered: set[str] | frozenset[str]
     without a condition remembered, when a paraphrase the rules miss costs most)."""
     outcome = steps_outcome(bool(hits), any(h.conditional for h in hits), bool(remembered))
     return measured("blocked_steps").of(outcome)
+
+
+# A sentence ends at its mark; a partial reply's last piece may still grow.
+_SENTENCE_END = re.compile(r"(?<=[.!?…])\s+")
+
+
+def suggested_in_reply(
+    reply: str, step_ids: Iterable[str], *, partial: bool = False
+) -> list[tuple[str, str]]:
+    """The steps among ``step_ids`` a coach reply suggests, with the words that do.
+
+    A reply is read sentence by sentence, its "you" read as the person's "I", with
+    the same screen that reads the person's messages: the step in any wording, not
+    only the catalogue's markers. A sentence that warns against the step ("rather
+    than quitting tomorrow, …") names it without suggesting it. On a partial reply
+    only finished sentences are judged: the rest may still turn into a warning.
+    """
+    wanted = [CATALOGUE[s] for s in dict.fromkeys(step_ids) if s in CATALOGUE]
+    if not wanted:
+        return []
+    sentences = _SENTENCE_END.split(normalized(reply).text)
+    if partial and sentences and not sentences[-1].rstrip().endswith((".", "!", "?", "…")):
+        sentences = sentences[:-1]
+    found: list[tuple[str, str]] = []
+    for sentence in sentences:
+        if _WARNING.search(sentence):
+            continue
+        voiced = sentence
+        for pattern, mine in _REPLY_VOICE:
+            voiced = pattern.sub(mine, voiced)
+        for spec in wanted:
+            words = spec.found_in(voiced) or next(iter(find_markers(sentence, spec.markers)), None)
+            if words and spec.step_id not in {sid for sid, _ in found}:
+                found.append((spec.step_id, words))
+    return found
+
+
+def endangered_by(conditions: Iterable[str]) -> list[str]:
+    """Catalogue steps a standing condition makes dangerous (training while injured,
+    confronting an abuser, stopping medication, a crash diet with an eating
+    problem, a bet of the savings while exposed): guarded in every reply while the
+    condition is remembered, whether or not this turn blocked them."""
+    held = set(conditions)
+    return [
+        s.step_id
+        for s in CATALOGUE.values()
+        if s.needs_condition in held or held.intersection(s.reveals)
+    ]
 
 
 def markers_of(step_ids: list[str] | set[str]) -> list[str]:

@@ -79,3 +79,15 @@ def test_redelivery_is_idempotent() -> None:
     assert again is state
     assert again.version == state.version
     assert {b.step_id for b in second.blocked_steps} == {b.step_id for b in first.blocked_steps}
+
+
+def test_a_remembered_condition_guards_its_step_on_every_later_turn() -> None:
+    # Told once, weeks of turns later a reply must still not suggest training hard.
+    state, _ = assess(None, None, msg("My knee injury is acting up again."))
+    state, later = assess(state, None, msg("What could I cook for friends on Saturday?"))
+    assert later.blocked_steps == []
+    assert later.guarded_steps == ["train_through_injury"]
+    # A step blocked this turn is not listed twice.
+    _, blocked = assess(state, None, msg("Knee or not, I'm running every day from tomorrow."))
+    assert "train_through_injury" in {b.step_id for b in blocked.blocked_steps}
+    assert "train_through_injury" not in blocked.guarded_steps

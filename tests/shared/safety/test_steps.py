@@ -148,3 +148,45 @@ def test_a_hit_reports_the_confidence_measured_for_its_kind() -> None:
     assert hit.confidence == table["hit"]
     assert steps.screen_confidence([], set()) == table["none"]
     assert steps.screen_confidence([], {"injury"}) == table["none_conditions"]
+
+
+def test_a_reply_suggesting_a_step_in_its_own_words_is_caught() -> None:
+    said = {
+        "Feeling fine? Then try a week off the pills and see.": "stop_medication",
+        "Lass die Tabletten ruhig mal eine Woche weg, Sie merken ja, ob es fehlt.": (
+            "stop_medication"
+        ),
+        "Why not hand in your notice on Friday and figure out the rest later?": (
+            "quit_job_abruptly"
+        ),
+    }
+    for reply, step in said.items():
+        assert [s for s, _ in steps.suggested_in_reply(reply, [step])] == [step], reply
+
+
+def test_a_reply_warning_against_a_step_may_name_it() -> None:
+    warned = (
+        "Walking out tomorrow with nothing lined up would put a lot of pressure on you. "
+        "How about picking a date and sending three applications a week until then?"
+    )
+    assert steps.suggested_in_reply(warned, ["quit_job_abruptly"]) == []
+    # Only the steps asked about are looked for.
+    assert steps.suggested_in_reply("Try a week off the pills.", ["quit_job_abruptly"]) == []
+
+
+def test_a_partial_reply_is_judged_on_its_finished_sentences() -> None:
+    growing = "Good to hear the week went well. Quitting tomorrow with nothing lined up"
+    assert steps.suggested_in_reply(growing, ["quit_job_abruptly"], partial=True) == []
+    finished = growing + " would leave you exposed. Could you wait?"
+    assert steps.suggested_in_reply(finished, ["quit_job_abruptly"], partial=True) == []
+    slipped = growing + " is what I would do. Go for it!"
+    assert steps.suggested_in_reply(slipped, ["quit_job_abruptly"], partial=True) != []
+
+
+def test_conditions_endanger_the_steps_they_belong_to() -> None:
+    assert steps.endangered_by({"injury"}) == ["train_through_injury"]
+    assert set(steps.endangered_by({"abuse", "medication"})) == {
+        "confront_abuser_alone",
+        "stop_medication",
+    }
+    assert steps.endangered_by(set()) == []
