@@ -22,6 +22,9 @@ from coachbus.contracts.payloads import PatternClass, PersonaPayload, Trait, Tra
 from coachbus.contracts.state import MAX_SESSIONS, Blackboard, PersonaProfile
 from coachbus.text import (
     DOMAIN_LABELS,
+    FOLLOW_THROUGH_RX,
+    PROGRESS_RX,
+    SETBACK_RX,
     Language,
     domains_of,
     extract_goals,
@@ -38,6 +41,15 @@ _AMBITION = re.compile(
     r"\bdream\w*|\bbig\b|\bbold\w*|ambitio\w*|go for it|all[- ]in\b|\bfinally\b|my own\b|"
     r"level up|next level|traum\w*|\bgroß\w*|mutig\w*|\bendlich\b|ehrgeiz\w*|durchstarten|"
     r"richtig (?:loslegen|angehen)|alles geben",
+    re.I,
+)
+# A goal stated with intent ("my goal is…", "ich will … aufmachen"): part of the
+# record of ambition Persona's stretch rests on, not a stretch by itself.
+_GOAL_STATED = re.compile(
+    r"\b(?:my goal|the goal|goal is|i want to|i'?d love to|i'?m (?:training|going) for|"
+    r"plan(?:ning)? to|aim(?:ing)? (?:to|for)|hop(?:e|ing) to|determined to|working towards?)\b|"
+    r"\b(?:ich will|ich möchte|mein ziel|das (?:ist das )?ziel|ziel ist|vorgenommen|soll bis|"
+    r"hab(?:e)? vor|plane)\b",
     re.I,
 )
 
@@ -80,6 +92,12 @@ def observe(
         keep = sorted(p.goal_sessions.items(), key=lambda kv: len(kv[1]), reverse=True)
         p.goal_sessions = dict(keep[:MAX_TRACKED_GOALS])
 
+    if _AMBITION.search(msg.text) or _GOAL_STATED.search(msg.text):
+        p.ambition_turns += 1
+    if not SETBACK_RX.search(msg.text) and (
+        FOLLOW_THROUGH_RX.search(msg.text) or PROGRESS_RX.search(msg.text)
+    ):
+        p.kept_turns += 1
     if board is not None:
         # Shadow names the primary pattern on the board; Persona only carries it.
         p.last_pattern = board.primary_pattern
@@ -190,8 +208,16 @@ def growth_opportunities(
             notes.append(f"shrink {_label(gid)} to a ten-minute version that cannot fail")
 
     ambitious_now = msg is not None and bool(_AMBITION.search(msg.text))
+    # A record of ambition and follow-through (said big things, reported progress):
+    # Persona pushes for the plan in play even when this turn names no goal, so a
+    # risky step on it meets Stability's block (safety_over_ambition).
+    record = p.ambition_turns >= 1 and p.kept_turns >= 1
+    if current is None and record and msg is not None:
+        domains = domains_of(msg.text)
+        current = domains[0] if domains else next(iter(p.goal_sessions), None)
     if current is not None and (
-        (ambitious_now and (o >= 0.5 or c >= 0.5))
+        record
+        or (ambitious_now and (o >= 0.5 or c >= 0.5))
         or ((o >= HIGH or c >= HIGH) and progress_on.get(current, 0) >= 1)
     ):
         notes.append(f"stretch {_label(current)}: a bolder, visible commitment")

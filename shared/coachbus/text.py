@@ -334,18 +334,21 @@ def extract_goals(text: str, language: Language = "en") -> list[GoalMention]:
 # --------------------------------------------------------------------------- progress / setbacks
 
 
-def _cues() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+def _cues() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
     doc = C.read(_PKG, "cues.toml")
-    C.only(doc, doc.raw, ("setback", "worry", "progress"), "")
-    alts = {k: "|".join(C.texts(doc, doc.raw.get(k), k)) for k in ("setback", "worry", "progress")}
+    keys = ("setback", "worry", "progress", "follow_through")
+    C.only(doc, doc.raw, keys, "")
+    alts = {k: "|".join(C.texts(doc, doc.raw.get(k), k)) for k in keys}
     alts["worry"] = rf"\b(?:{alts['worry']})\b"
-    setback, worry, progress = (re.compile(C.pattern(doc, alts[k], k, re.I), re.I) for k in alts)
-    return setback, worry, progress
+    setback, worry, progress, kept = (
+        re.compile(C.pattern(doc, alts[k], k, re.I), re.I) for k in alts
+    )
+    return setback, worry, progress, kept
 
 
 # Check a sentence for a setback first: "nicht geschafft" also contains "geschafft".
 # Worry about the future is not a report: "afraid I won't manage again".
-SETBACK_RX, WORRY_RX, PROGRESS_RX = _cues()
+SETBACK_RX, WORRY_RX, PROGRESS_RX, FOLLOW_THROUGH_RX = _cues()
 
 
 # --------------------------------------------------------------------------- markers

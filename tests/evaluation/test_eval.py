@@ -27,7 +27,8 @@ FLOORS: dict[str, tuple[float, float]] = {
     "steps": (0.78, 0.83),
     "register": (0.74, 0.86),
     "patterns": (0.83, 0.86),
-    "conflicts": (0.29, 0.25),
+    # Persona's record of ambition and follow-through (2026-12-03): 0.44 -> 0.55.
+    "conflicts": (0.55, 0.5),
     # Heldout doubled with blind-written replies (2026-12-03), then the guard read the
     # reply with the step screen instead of markers alone: 0.62 -> 0.75 exact.
     "replies": (0.75, 0.79),
@@ -99,3 +100,12 @@ def test_no_corpora_folder_is_one_line_naming_data(
     assert eval_cli.main(["all", "--data", str(tmp_path / "nowhere")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--data" in err[0] and "nowhere" in err[0]
+
+
+def test_safety_over_ambition_is_recorded_when_persona_and_stability_meet() -> None:
+    # Goal 0.85 on heldout; measured 0.33 (from 0.0): a floor, raised as Persona's
+    # record of ambition and the step screen improve.
+    rep = SCORERS["conflicts"](load_raw("conflicts", "heldout", DATA)).answers
+    want = [a for a in rep if any(e.startswith("safety_over_ambition") for e in a.expected)]
+    caught = sum(a.exact for a in want)
+    assert caught / len(want) >= 0.33, (caught, len(want))

@@ -197,6 +197,11 @@ class PersonaProfile(StateRecord):
     last_pattern: PatternClass | None = None
     progress_reports: int = Field(default=0, ge=0)
     setback_reports: int = Field(default=0, ge=0)
+    # Turns in which the person reached for something big ("my dream", "all in"),
+    # and turns reporting a plan kept: together the record Persona's stretch rests
+    # on, even on a turn that names no goal of its own.
+    ambition_turns: int = Field(default=0, ge=0)
+    kept_turns: int = Field(default=0, ge=0)
 
 
 # --------------------------------------------------------------------------- Stability
