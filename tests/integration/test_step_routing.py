@@ -1,0 +1,100 @@
+"""The step screen's measured confidence routes for real (issue #28), over the broker.
+
+Seven processes on the embedded broker, a scripted model as the small tier, and a
+policy where only the blocked-steps decision may reach it (at the shipped bar). A
+message the rules find no step in reports "no step" at the confidence measured for
+it (about 0.6, below the bar): the model is asked, and the step it quotes is blocked.
+A message with a step the rules find reports the measured 0.89: the model is never
+asked about it, and the block stands.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import pytest_asyncio
+
+from coachbus.confidence import measured
+from tests.fault.conftest import read_topic, running, stack_env
+from tests.integration.conftest import RunningStack
+from tests.integration.scripted_llm import Script, ScriptedLLM, serve
+
+pytestmark = [pytest.mark.broker, pytest.mark.slow]
+
+HERE = Path(__file__).parent
+USERS = ("nora", "otto")
+KEYS = {u: f"key-{u}-0123456789" for u in USERS}
+
+# Said without any word the rules read as cutting sleep; the model quotes it.
+UNSEEN = "I'll study through the nights until the exam (nightowl), whatever it takes."
+STEPS_ANSWER = json.dumps(
+    {"steps": [{"step_id": "sleep_deprivation", "evidence": "study through the nights"}]}
+)
+FOUND = "Tomorrow I quit my job (quartz), no backup plan at all."
+
+
+@pytest_asyncio.fixture(scope="module")
+async def stack(
+    kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[tuple[RunningStack, ScriptedLLM]]:
+    llm = ScriptedLLM({"nightowl": Script(STEPS_ANSWER)}, Script('{"steps": []}'))
+    async with serve(llm) as base_url:
+        env = stack_env(
+            f"sr{uuid.uuid4().hex[:8]}.",
+            COACHBUS_API_KEYS=",".join(f"{u}:{k}" for u, k in KEYS.items()),
+            COACHBUS_LLM_BASE_URL=base_url,
+            COACHBUS_LLM_POLICY_FILE=str(HERE / "step_routing_policy.toml"),
+            COACHBUS_LLM_RETRY_WAIT_INITIAL_S="0.01",
+            COACHBUS_LLM_RETRY_WAIT_JITTER_S="0",
+        )
+        async with running(kafka_bootstrap, tmp_path_factory.mktemp("step-routing"), env) as rs:
+            yield rs, llm
+
+
+async def _stability_result(rs: RunningStack, user: str, text: str) -> dict[str, Any]:
+    async with httpx.AsyncClient(timeout=30) as client:
+        response = await client.post(
+            f"{rs.url}/v1/sessions/{user}-s/messages",
+            json={"text": text},
+            headers={"Authorization": f"Bearer {KEYS[user]}"},
+        )
+    assert response.status_code == 202, response.text
+    turn = response.json()["turn_id"].encode()
+    records = await read_topic(
+        rs.bootstrap,
+        f"{rs.prefix}agent.stability",
+        until=lambda recs: any(turn in r.value for r in recs),
+        timeout=60,
+        settle=0.5,
+    )
+    [result] = [json.loads(r.value) for r in records if turn in r.value]
+    return result  # type: ignore[no-any-return]
+
+
+async def test_an_uncertain_no_step_reaches_the_model(
+    stack: tuple[RunningStack, ScriptedLLM],
+) -> None:
+    rs, llm = stack
+    assert measured("blocked_steps").of("none") < 0.8  # the premise, measured
+    result = await _stability_result(rs, "nora", UNSEEN)
+    asked = [r for r in llm.requests if "nightowl" in r]
+    assert asked, "the model was never asked about a message the rules found nothing in"
+    assert [b["step_id"] for b in result["payload"]["blocked_steps"]] == ["sleep_deprivation"]
+    assert result["tier"] == "small"
+
+
+async def test_a_confident_block_costs_no_model_call(
+    stack: tuple[RunningStack, ScriptedLLM],
+) -> None:
+    rs, llm = stack
+    assert measured("blocked_steps").of("hit") >= 0.8
+    result = await _stability_result(rs, "otto", FOUND)
+    assert [b["step_id"] for b in result["payload"]["blocked_steps"]] == ["quit_job_abruptly"]
+    assert not [r for r in llm.requests if "quartz" in r], "a found step still cost a call"
+    assert result["tier"] == "deterministic"
