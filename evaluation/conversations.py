@@ -32,6 +32,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from coachbus.confidence import render_table
 from coachbus.contracts.payloads import CrisisScreen, Language
 from coachbus.contracts.state import SafetyState
 from coachbus.safety.conversation import Reading, fold_turn, read_turn
@@ -252,18 +253,15 @@ def measure_calibration(rows: Sequence[Replayed]) -> dict[str, float]:
 
 
 def calibration_toml(table: dict[str, float], items: int) -> str:
-    lines = [
+    header = [
         "# Measured, not chosen: written by `coachbus eval crisis --conversations",
         f"# --calibrate` from the conversations' calibration split ({items} items). For each",
         "# outcome of reading a message in its conversation (an answer to our check-in or to",
         "# 'are you safe right now?', or a warning pattern completed): how often the last",
         "# turn's answer was right, Laplace-smoothed. No rule is tuned on this split; a test",
         "# recomputes it and fails when this file differs.",
-        "",
-        "[confidence]",
     ]
-    lines += [f'"{k}" = {v}' for k, v in sorted(table.items())]
-    return "\n".join(lines) + "\n"
+    return render_table(header, table)
 
 
 def _fmt(v: float | None) -> str:

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from coachbus.confidence import render_table
 from coachbus.contracts.payloads import CrisisCategory, CrisisScreen
 from coachbus.llm import Message
 from coachbus.llm.prompt import instruction_override
@@ -110,7 +111,7 @@ def measure_calibration(predictions: Sequence[Prediction]) -> dict[str, float]:
 
 
 def calibration_toml(table: dict[str, float], items: int) -> str:
-    lines = [
+    header = [
         "# Measured, not chosen: written by `coachbus eval crisis --calibrate` from the",
         f"# calibration split ({items} items). For each outcome of the deterministic screen",
         "# (a rule kind, 'uncertain', 'clean'): how often that answer was right,",
@@ -118,11 +119,8 @@ def calibration_toml(table: dict[str, float], items: int) -> str:
         "# is right, so dev would claim a certainty the screen does not have on new text.",
         "# Not from heldout: that is the test set. No rule is tuned on the calibration split.",
         "# A test recomputes it from the calibration split and fails when this file differs.",
-        "",
-        "[confidence]",
     ]
-    lines += [f"{k} = {v}" for k, v in sorted(table.items())]
-    return "\n".join(lines) + "\n"
+    return render_table(header, table)
 
 
 # --------------------------------------------------------------------------- report

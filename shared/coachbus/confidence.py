@@ -17,6 +17,7 @@ bucket an answer the same way. The crisis screen has its own tables
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass
 from functools import cache
@@ -63,24 +64,35 @@ def measured(kind: MeasuredKind) -> Calibration:
     return Calibration(kind, table, int(raw.get("items", 0)))
 
 
+_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def render_table(header: list[str], table: dict[str, float], items: int | None = None) -> str:
+    """A measured-confidence file: its header (comment lines saying how it was made),
+    the item count when given, and the ``[confidence]`` table. The one writer for
+    every table (the crisis screen's and the conversation's too)."""
+    lines = [*header, ""]
+    if items is not None:
+        lines += [f"items = {items}", ""]
+    lines.append("[confidence]")
+    for key, value in sorted(table.items()):
+        name = key if _BARE_KEY.match(key) else f'"{key}"'
+        lines.append(f"{name} = {value}")
+    return "\n".join(lines) + "\n"
+
+
 def table_toml(kind: MeasuredKind, table: dict[str, float], items: int) -> str:
     """The file ``coachbus eval <corpus> --calibrate`` writes."""
     corpus = CORPUS_OF[kind]
-    lines = [
+    header = [
         f"# Measured, not chosen: written by `coachbus eval {corpus} --calibrate` from the",
         f"# {corpus} corpus's calibration split ({items} items). For each outcome of the",
         "# deterministic tier: how often an answer of that kind was right, Laplace-smoothed.",
         "# Not from dev (the rules are tuned there, every answer looks right) and not from",
         "# heldout (the test set). An outcome missing here reports no certainty.",
         "# A test recomputes it from the calibration split and fails when this file differs.",
-        "",
-        f"items = {items}",
-        "",
-        "[confidence]",
-        *(f"{k} = {v}" for k, v in sorted(table.items())),
-        "",
     ]
-    return "\n".join(lines)
+    return render_table(header, table, items)
 
 
 def table_file(kind: MeasuredKind) -> str:
@@ -118,6 +130,7 @@ __all__ = [
     "measured",
     "pattern_outcome",
     "register_outcome",
+    "render_table",
     "steps_outcome",
     "table_file",
     "table_toml",
