@@ -36,14 +36,12 @@ FLOORS: dict[str, tuple[float, float]] = {
 
 
 def test_the_reply_guard_catches_blocked_steps_in_any_wording() -> None:
-    # Goal 0.95 on heldout; measured 0.63 (from 0.17 with markers alone), at
-    # precision 0.74 (from 0.57): a floor, raised as the guard improves. (Round 2 on
-    # dev took it 0.65 -> 0.63 while precision rose; kept, since no rule may follow
-    # a heldout figure.)
+    # Goal 0.95 on heldout; measured 0.67 (from 0.17 with markers alone), at
+    # precision 0.76 (from 0.57): a floor, raised as the guard improves.
     rep = SCORERS["replies"](load_raw("replies", "heldout", DATA)).answers
     caught = sum("blocked_step" in a.predicted for a in rep if "blocked_step" in a.expected)
     total = sum("blocked_step" in a.expected for a in rep)
-    assert caught / total >= 0.63, (caught, total)
+    assert caught / total >= 0.67, (caught, total)
 
 
 @pytest.mark.parametrize("corpus", sorted(SCORERS))

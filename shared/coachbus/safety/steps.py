@@ -212,7 +212,10 @@ def _top(key: str) -> re.Pattern[str]:
 def _catalogue() -> tuple[dict[str, StepSpec], dict[str, int], dict[str, re.Pattern[str]]]:
     doc = content.read("coachbus.content", "risky_steps.toml")
     content.only(
-        doc, doc.raw, ("step", "condition", "defiance", "refusal", "warning", "reply_voice"), ""
+        doc,
+        doc.raw,
+        ("step", "condition", "defiance", "refusal", "warning", "endorsement", "reply_voice"),
+        "",
     )
     ttl: dict[str, int] = {}
     cues: dict[str, re.Pattern[str]] = {}
@@ -238,6 +241,8 @@ _DEFIANCE = _top("defiance")
 _REFUSAL = _top("refusal")
 # A reply sentence warning against a step (naming it is not suggesting it).
 _WARNING = _top("warning")
+# A reply endorsing something: with a step's risky object in it, a suggestion.
+_ENDORSEMENT = _top("endorsement")
 
 
 def _reply_voice() -> tuple[tuple[re.Pattern[str], str], ...]:
@@ -336,18 +341,39 @@ def suggested_in_reply(
     sentences = _SENTENCE_END.split(normalized(reply).text)
     if partial and sentences and not sentences[-1].rstrip().endswith((".", "!", "?", "…")):
         sentences = sentences[:-1]
-    found: list[tuple[str, str]] = []
+    found: dict[str, str] = {}
     for sentence in sentences:
         if _WARNING.search(sentence):
             continue
-        voiced = sentence
-        for pattern, mine in _REPLY_VOICE:
-            voiced = pattern.sub(mine, voiced)
+        voiced = _voiced(sentence)
         for spec in wanted:
             words = spec.found_in(voiced) or next(iter(find_markers(sentence, spec.markers)), None)
-            if words and spec.step_id not in {sid for sid, _ in found}:
-                found.append((spec.step_id, words))
-    return found
+            if words and spec.step_id not in found:
+                found[spec.step_id] = words
+    whole = " ".join(sentences)
+    if whole and not _WARNING.search(whole):
+        # A suggestion spread over sentences ("The fee is 14k. Your fund is 14k."), or
+        # carried by an endorsement and the step's risky object ("you deserve to bet
+        # on yourself … the savings"), in a reply that warns about nothing.
+        voiced = _voiced(whole)
+        endorsed = _ENDORSEMENT.search(whole)
+        for spec in wanted:
+            if spec.step_id in found:
+                continue
+            words = spec.found_in(voiced)
+            if words is None and endorsed:
+                objects = (c.object.search(voiced) for c in spec.combos)
+                hit = next(filter(None, objects), None)
+                words = f"{endorsed.group(0)} … {hit.group(0)}" if hit else None
+            if words:
+                found[spec.step_id] = words
+    return list(found.items())
+
+
+def _voiced(text: str) -> str:
+    for pattern, mine in _REPLY_VOICE:
+        text = pattern.sub(mine, text)
+    return text
 
 
 def endangered_by(conditions: Iterable[str]) -> list[str]:
