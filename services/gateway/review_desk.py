@@ -196,13 +196,14 @@ class ReviewDesk:
                 waited = (action.at - request.created_at).total_seconds()
                 REVIEW_FIRST_ACTION.labels(request.severity).observe(max(0.0, waited))
         if isinstance(action, NotifyAction):
-            if verdict.accepted and self.webhook is not None:
+            self._settle(action.action_id, verdict)
+            if not verdict.accepted:
+                return  # another replica's offer came first: it calls
+            if self.webhook is not None:
                 request = self.queue.get(action.item_id)
                 if request is not None:
                     age = (utcnow() - request.created_at).total_seconds()
                     self.webhook.submit(Notice(action.item_id, request.severity, age))
-            self._settle(action.action_id, verdict)
-            return
         self._spawn(self._publish_follow_up(action, verdict), "review-follow-up")
 
     async def _publish_follow_up(self, action: ReviewAction, verdict: Verdict) -> None:

@@ -137,6 +137,8 @@ class ReviewLedger:
         if verdict.accepted and human and state.first_action_at is None:
             state.first_action_at = action.at
             verdict = Verdict(True, first_action=True)
+        if not human and not verdict.accepted:
+            return verdict  # the other replicas' offers: no one's action, nothing to keep
         state.history.append(
             Entry(
                 action_id=action.action_id,
