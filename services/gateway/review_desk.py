@@ -419,7 +419,9 @@ class ReviewDesk:
         view = self.store.get(request.turn_id, request.user_id)
         language, register = self.language_of(request.turn_id)
         help_lines = self.helplines.as_json(language)
-        numbers = [n for g in help_lines["groups"] for line in g["lines"] for n in line["numbers"]]
+        # Each number once (the emergency number sits in several groups).
+        lines = [line for group in help_lines["groups"] for line in group["lines"]]
+        numbers = list(dict.fromkeys(n for line in lines for n in line["numbers"]))
         sent: dict[str, Any] = {"coach": None, "final": None}
         for kind in ("coach", "final"):
             reply: Reply | None = getattr(view, kind) if view is not None else None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import timedelta
@@ -447,6 +448,20 @@ def _client_for(console: str) -> tuple[TestClient, TestClient]:
     )
     internal = create_internal_app(api, api.state.review_app)
     return TestClient(api), TestClient(internal)
+
+
+def test_the_console_page_loads_only_its_own_files_and_runs_nothing_inline() -> None:
+    public, _internal = _client_for("public")
+    page = public.get("/review").text
+    refs = re.findall(r'(?:src|href)="([^"#]+)"', page)
+    assert {"/review/review.js", "/review/review.css"} <= set(refs)
+    for ref in refs:
+        assert ref.startswith("/") and not ref.startswith("//"), ref
+        assert public.get(ref).status_code == 200, ref
+    # Inline scripts, styles and on* handlers would be blocked by the CSP anyway.
+    assert re.search(r"<script(?![^>]*\bsrc=)[^>]*>|<style|\sstyle=|\son[a-z]+=", page) is None
+    script = public.get("/review/review.js").text
+    assert 'from "./sse.js"' in script  # served beside it, under /review/
 
 
 def test_the_console_is_served_where_the_setting_says() -> None:
