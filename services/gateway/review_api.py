@@ -112,7 +112,9 @@ def create_review_api_router(
             "server_time": now.isoformat(),
         }
 
-    @router.get("/v1/review/events")
+    # Not in the OpenAPI document: a client generated from it (or a fuzzer) would wait
+    # on a stream that never ends. README and docs/deploy.md describe it.
+    @router.get("/v1/review/events", include_in_schema=False)
     async def review_events(caller: Reviewer) -> StreamingResponse:
         """The queue live, as server-sent events: ``snapshot`` (every open item, the
         server's time and who you are) first, then ``item`` (an item new or changed)

@@ -111,12 +111,18 @@ async def served() -> AsyncIterator[Served]:
 
 
 def review_routes(api: FastAPI) -> list[tuple[str, str]]:
-    # The schema lists the routes of the included routers too.
+    # The schema lists the routes of the included routers too; the live queue is
+    # left out of it (a stream that never ends) and added here.
     return sorted(
-        (method.upper(), path)
-        for path, operations in api.openapi()["paths"].items()
-        if path.startswith("/v1/review")
-        for method in operations
+        [
+            *(
+                (method.upper(), path)
+                for path, operations in api.openapi()["paths"].items()
+                if path.startswith("/v1/review")
+                for method in operations
+            ),
+            ("GET", "/v1/review/events"),
+        ]
     )
 
 
