@@ -27,6 +27,7 @@ from coachbus.contracts import (
     UserInputAdapter,
     UserMessage,
 )
+from coachbus.metrics import MESSAGES
 from coachbus.settings import KafkaSettings
 from services.gateway.erasure import EraseDesk
 from services.gateway.review import ReviewQueue
@@ -218,6 +219,13 @@ class ReplyFeed:
                                 decode(record.value, AgentResultAdapter, max_bytes=MAX_BYTES)
                             )
                     except DecodeError as exc:
+                        if tp.topic == self._actions_topic:
+                            # Only gateways write review actions, and no consumer group
+                            # reads them to dead-letter: every replica skips the record
+                            # alike (the fold stays the same everywhere) and says so.
+                            MESSAGES.labels("gateway", tp.topic, "unreadable").inc()
+                            log.warning("gateway: unreadable review action skipped: %s", exc.reason)
+                            continue
                         # Not ours to dead-letter (the producers' consumers do that);
                         # the view simply does not show it.
                         log.debug("gateway: skipped unreadable record: %s", exc.reason)
