@@ -240,16 +240,20 @@ async def test_two_replicas_agree_on_claims_answers_and_a_restart(replicas: Repl
     assert [h["text"] for h in human if h["turn_id"] == turn] == [answer]
     audit = await read_topic(rs.bootstrap, rs.topic("review-audit"), timeout=5, settle=0)
     events = [json.loads(r.value) for r in audit if json.loads(r.value)["item_id"] == turn]
-    trail_of_item = [(e["action"], e["accepted"]) for e in events]
-    assert trail_of_item.count(("notify", True)) == 1
-    assert [e for e in trail_of_item if e[0] != "notify"] == [
-        ("claim", True),
-        ("claim", False),
-        ("answer", False),
-        ("answer", True),
-        ("claim", False),  # the loser's try after the restart
-        ("close", True),
-    ]
+    # Each replica audits its own actions once folded: the topic's order among
+    # replicas racing is theirs, the verdicts are the log's.
+    trail_of_item = sorted((e["action"], e["accepted"]) for e in events)
+    assert trail_of_item == sorted(
+        [
+            ("notify", True),
+            ("claim", True),
+            ("claim", False),
+            ("answer", False),
+            ("answer", True),
+            ("claim", False),  # the loser's try after the restart
+            ("close", True),
+        ]
+    )
     trail = b" ".join(r.value for r in audit)
     for private in (WORDS, answer, "talked it through", "bob"):
         assert private.encode() not in trail
