@@ -20,11 +20,15 @@ from coachbus.contracts import EraseRequest, Reply, UserMessage
 from coachbus.contracts.payloads import Language
 from coachbus.safety.helplines import Helplines
 from coachbus.settings import CoachbusSettings
+from services.gateway import review_content
 from services.gateway.auth import KeyRing, Principal, RateLimits, StreamSlots
 from services.gateway.erasure import EraseDesk
 from services.gateway.ingress import Ingress, fits_the_bus
 from services.gateway.openai_api import create_openai_router
 from services.gateway.review import ReviewQueue
+from services.gateway.review_api import create_review_api_router, create_review_page_router
+from services.gateway.review_desk import LoopbackBus, ReviewDesk
+from services.gateway.review_settings import ReviewSettings
 from services.gateway.turns import TurnStore
 from services.gateway.web import create_web_router
 
@@ -57,9 +61,26 @@ def problem(status: int, detail: str, **extra: Any) -> JSONResponse:
     return JSONResponse(body, status_code=status, media_type="application/problem+json")
 
 
-class HumanAnswer(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    text: str = Field(min_length=1, max_length=8000)
+def _install_errors(api: FastAPI) -> None:
+    """Every error as RFC 9457 problem details."""
+
+    # Starlette's own HTTPException (raised for undecodable bodies, for instance) is
+    # the base class: handling it covers FastAPI's subclass too.
+    @api.exception_handler(StarletteHTTPException)
+    async def http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        response = problem(exc.status_code, str(exc.detail))
+        for name, value in (exc.headers or {}).items():
+            response.headers[name] = value
+        if exc.status_code == 401:
+            response.headers["WWW-Authenticate"] = "Bearer"
+        return response
+
+    @api.exception_handler(RequestValidationError)
+    async def invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = [
+            {"loc": list(e.get("loc", ())), "msg": e.get("msg", "")} for e in exc.errors()[:10]
+        ]
+        return problem(422, "the request is not valid", errors=errors)
 
 
 def create_api(
@@ -67,10 +88,32 @@ def create_api(
     keys: KeyRing,
     store: TurnStore,
     publish: Publish,
-    reviews: ReviewQueue,
+    reviews: ReviewQueue | ReviewDesk,
     publish_reply: Callable[[Reply], Awaitable[None]],
     desk: EraseDesk | None = None,
+    *,
+    review: ReviewSettings | None = None,
 ) -> FastAPI:
+    """The public API. ``reviews``: the gateway's human tier; a bare queue gets one
+    whose log is in memory (a gateway without a broker), answering through
+    ``publish_reply``."""
+    review = review or ReviewSettings()
+    # Read and checked now: a broken help-lines file or an unknown locale stops the
+    # gateway at start, before the page can show a wrong number.
+    helplines = Helplines.configured(settings.helplines_file, settings.locale)
+    if isinstance(reviews, ReviewDesk):
+        review_desk = reviews
+    else:
+        loopback = LoopbackBus(publish_reply)
+        review_desk = ReviewDesk(
+            reviews,
+            store,
+            loopback.bus,
+            settings=review,
+            content=review_content.shipped(),
+            helplines=helplines,
+        )
+        loopback.desk = review_desk
     api = FastAPI(
         title="coachbus gateway",
         version="1",
@@ -96,23 +139,7 @@ def create_api(
             expose_headers=["X-Coachbus-Turn-Id", "Retry-After"],
         )
 
-    # Starlette's own HTTPException (raised for undecodable bodies, for instance) is
-    # the base class: handling it covers FastAPI's subclass too.
-    @api.exception_handler(StarletteHTTPException)
-    async def http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        response = problem(exc.status_code, str(exc.detail))
-        for name, value in (exc.headers or {}).items():
-            response.headers[name] = value
-        if exc.status_code == 401:
-            response.headers["WWW-Authenticate"] = "Bearer"
-        return response
-
-    @api.exception_handler(RequestValidationError)
-    async def invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = [
-            {"loc": list(e.get("loc", ())), "msg": e.get("msg", "")} for e in exc.errors()[:10]
-        ]
-        return problem(422, "the request is not valid", errors=errors)
+    _install_errors(api)
 
     # Async on purpose: FastAPI runs a sync dependency in a worker thread, a thread
     # hop per request for what is a dict lookup.
@@ -241,9 +268,6 @@ def create_api(
         )
 
     api.include_router(create_openai_router(settings, keys, store, publish, limits, streams))
-    # Read and checked now: a broken help-lines file or an unknown locale stops the
-    # gateway at start, before the page can show a wrong number.
-    helplines = Helplines.configured(settings.helplines_file, settings.locale)
     api.include_router(create_web_router(store, keys, helplines))
 
     @api.delete("/v1/me", status_code=202)
@@ -279,33 +303,21 @@ def create_api(
             raise HTTPException(403, "this key has no reviewer role")
         return caller
 
-    Reviewer = Annotated[Principal, Depends(reviewer)]
-
-    @api.get("/v1/review")
-    async def list_reviews(_reviewer: Reviewer) -> dict[str, Any]:
-        """Turns escalated to a human (crisis screens and other human-tier decisions)."""
-        items = reviews.pending()
-        # Per user, how many older open items the per-user cap folded away.
-        collapsed = {u: n for u in {r.user_id for r in items} if (n := reviews.collapsed(u))}
-        return {"items": [r.model_dump(mode="json") for r in items], "collapsed": collapsed}
-
-    @api.post("/v1/review/{turn_id}", status_code=202)
-    async def answer_review(
-        turn_id: TurnId, body: HumanAnswer, _reviewer: Reviewer
-    ) -> dict[str, Any]:
-        request = reviews.get(turn_id)
-        if request is None:
-            raise HTTPException(404, "no open review for this turn")
-        reply = Reply(
-            turn_id=request.turn_id,
-            session_id=request.session_id,
-            user_id=request.user_id,
-            kind="human",
-            text=body.text,
-            tier="human",
-        )
-        await publish_reply(reply)
-        reviews.resolve(turn_id)
-        return {"status": "sent", "turn_id": turn_id}
+    review_api = create_review_api_router(review_desk, reviewer, streams)
+    if review.console == "internal":
+        # The console and the reviewer API on the internal port only (main.py serves
+        # this app there): the public port answers 404 for them.
+        inner = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
+        inner.add_middleware(Ingress, keys=keys, limit=settings.max_message_bytes)
+        _install_errors(inner)
+        inner.include_router(review_api)
+        inner.include_router(create_review_page_router())
+        api.state.review_app = inner
+    else:
+        api.include_router(review_api)
+        if review.console == "public":
+            api.include_router(create_review_page_router())
+        api.state.review_app = None
+    api.state.review_desk = review_desk
 
     return api

@@ -36,6 +36,7 @@ from coachbus.contracts import (
 from coachbus.topics import Topic
 from coachbus.tracing import turn_span
 from services.gateway.review import ReviewQueue
+from services.gateway.review_desk import ReviewDesk
 from services.gateway.turns import TurnStore
 
 log = logging.getLogger(__name__)
@@ -53,11 +54,14 @@ class EraseDesk:
         reviews: ReviewQueue,
         *,
         owners: tuple[str, ...] = ERASE_OWNERS,
+        review_desk: ReviewDesk | None = None,
     ) -> None:
         self._runtime = runtime
         self.erasures = runtime.erasures
         self._store = store
         self._reviews = reviews
+        # The human tier: claims and answers go with the items, and the audit is told.
+        self._review_desk = review_desk
         self._owners = list(owners)
         # user -> request id -> owners that confirmed (newest requests last)
         self._confirmed: dict[str, OrderedDict[str, set[str]]] = {}
@@ -74,7 +78,10 @@ class EraseDesk:
 
     def _forget_cached(self, watermark: EraseWatermark) -> None:
         self._store.drop_user(watermark.user_id, before=watermark.erased_at)
-        self._reviews.drop_user(watermark.user_id, before=watermark.erased_at)
+        if self._review_desk is not None:
+            self._review_desk.drop_user(watermark.user_id, before=watermark.erased_at)
+        else:
+            self._reviews.drop_user(watermark.user_id, before=watermark.erased_at)
 
     # ------------------------------------------------------------------ confirmations
 
@@ -151,7 +158,14 @@ class EraseDesk:
         # Applied here at once (drops this replica's cache, filters its feed);
         # the other replicas learn it from the topic.
         self._unpublished[user_id] = watermark
+        reviewed = (
+            self._review_desk.items_of(user_id, erased_at) if self._review_desk is not None else []
+        )
         self.erasures.note(watermark)
+        if self._review_desk is not None and reviewed:
+            # The audit keeps that these items existed and were erased, nothing more:
+            # this replica took the erase, so it says so once.
+            await self._review_desk.audit_erased(reviewed)
         return watermark
 
     def status(self, watermark: EraseWatermark) -> dict[str, Any]:

@@ -18,10 +18,20 @@ from pydantic import TypeAdapter
 
 from coachbus.bus.codec import DecodeError, decode
 from coachbus.bus.state import fetched_ends, tail_batches
-from coachbus.contracts import AgentResultAdapter, EraseConfirmation, HumanReviewRequest, Reply
+from coachbus.contracts import (
+    AgentResultAdapter,
+    EraseConfirmation,
+    HumanReviewRequest,
+    Reply,
+    ReviewActionAdapter,
+    UserInputAdapter,
+    UserMessage,
+)
+from coachbus.metrics import MESSAGES
 from coachbus.settings import KafkaSettings
 from services.gateway.erasure import EraseDesk
 from services.gateway.review import ReviewQueue
+from services.gateway.review_desk import ANSWER_HEADER, ReviewDesk
 from services.gateway.turns import TurnStore
 
 log = logging.getLogger(__name__)
@@ -48,7 +58,7 @@ class ReplyFeed:
         self,
         kafka: KafkaSettings,
         store: TurnStore,
-        reviews: ReviewQueue,
+        reviews: ReviewQueue | ReviewDesk,
         *,
         replies_topic: str,
         review_topic: str,
@@ -57,10 +67,15 @@ class ReplyFeed:
         desk: EraseDesk | None = None,
         confirmations_topic: str | None = None,
         review_lookback: int = 2_000,
+        review_actions_topic: str | None = None,
+        user_messages_topic: str | None = None,
     ) -> None:
         self._kafka = kafka
         self._store = store
-        self._reviews = reviews
+        # The human tier: a desk folds reviewers' actions too; a bare queue (tests of
+        # the feed alone) only collects escalations.
+        self._review_desk = reviews if isinstance(reviews, ReviewDesk) else None
+        self._reviews = reviews.queue if isinstance(reviews, ReviewDesk) else reviews
         self._desk = desk
         self._replies_topic = replies_topic
         self._review_topic = review_topic
@@ -71,9 +86,16 @@ class ReplyFeed:
             self._topics.append(coach_replies_topic)
         if self._confirmations_topic is not None:
             self._topics.append(self._confirmations_topic)
+        self._actions_topic = review_actions_topic if self._review_desk is not None else None
+        if self._actions_topic is not None:
+            self._topics.append(self._actions_topic)
+        self._messages_topic = user_messages_topic
+        if user_messages_topic is not None:
+            self._topics.append(user_messages_topic)
         self._review_lookback = review_lookback
-        # Per replies partition, where the live tail began: a final_delta before it
-        # was re-read with the lookback and is of no use to anyone any more.
+        # Per re-read partition, where the live tail began: a final_delta before it
+        # was re-read with the lookback and is of no use to anyone any more, and the
+        # human tier acts only on what it reads live (a re-read is history).
         self._live_from: dict[TopicPartition, int] = {}
         self._consumer: AIOKafkaConsumer | None = None
         self._pacer = kafka.pacer()
@@ -105,21 +127,31 @@ class ReplyFeed:
             consumer.seek(tp, end)
             if tp.topic == self._confirmations_topic:
                 consumer.seek(tp, 0)  # one record per owner per erase: all of them
-            elif tp.topic == self._review_topic:
+            elif tp.topic == self._actions_topic:
+                # Every claim, answer and close: the fold is the whole log, so each
+                # replica (and this one after a restart) reaches the same verdicts.
+                self._live_from[tp] = end
+                consumer.seek(tp, 0)
+            elif tp.topic in (self._review_topic, self._messages_topic):
                 # Open reviews (and the human answers that closed them) outlive a
-                # restart: re-read a recent tail of both topics.
+                # restart: re-read a recent tail of both topics, and of what people
+                # wrote (a reviewer sees the item's session).
+                self._live_from[tp] = end
                 consumer.seek(tp, max(0, end - self._review_lookback))
             elif tp.topic == self._replies_topic:
                 self._live_from[tp] = end
                 consumer.seek(tp, max(0, end - self._review_lookback * REPLIES_PER_TURN))
         self._store.on_sent = self._pace
+        if self._review_desk is not None:
+            self._review_desk.on_act = self._pace
         self._task = asyncio.create_task(self._run(consumer), name="gateway-feed")
 
     def _pace(self) -> None:
         # Many turns in flight: fetch less often; none for a while: idle (see
         # coachbus.bus.pacing). A turn sent ends the idleness before its first fetch.
         if self._consumer is not None:
-            self._pacer.apply(self._consumer, self._store.in_flight)
+            awaiting = self._review_desk.awaiting if self._review_desk is not None else 0
+            self._pacer.apply(self._consumer, self._store.in_flight + awaiting)
 
     async def _run(self, consumer: AIOKafkaConsumer) -> None:
         erasures = self._desk.erasures if self._desk is not None else None
@@ -140,14 +172,20 @@ class ReplyFeed:
                         continue
                     live_from = self._live_from.get(tp)
                     if (
-                        live_from is not None
+                        tp.topic == self._replies_topic
+                        and live_from is not None
                         and record.offset < live_from
                         and record.value is not None
                         and _DELTA in record.value
                     ):
                         continue  # a streamed sentence of a turn long answered
-                    if erasures is not None and erasures.drops(record.key, record.value):
+                    if (
+                        erasures is not None
+                        and tp.topic != self._actions_topic  # keyed by item: see below
+                        and erasures.drops(record.key, record.value)
+                    ):
                         continue  # a turn begun before its user's erase
+                    live = live_from is None or record.offset >= live_from
                     try:
                         if tp.topic in (self._replies_topic, self._coach_replies_topic):
                             reply = decode(record.value, _replies, max_bytes=MAX_BYTES)
@@ -156,16 +194,38 @@ class ReplyFeed:
                                 # credential forging a final or a human answer).
                                 log.warning("gateway: %s reply on %s ignored", reply.kind, tp.topic)
                                 continue
-                            if reply.kind == "human":
+                            if reply.kind == "human" and not _answers(record):
+                                # An answer sent before claims existed closed its item.
                                 self._reviews.resolve(reply.turn_id)
                             await self._store.add_reply(reply)
                         elif tp.topic == self._review_topic:
-                            self._reviews.add(decode(record.value, _reviews, max_bytes=MAX_BYTES))
+                            request = decode(record.value, _reviews, max_bytes=MAX_BYTES)
+                            if self._review_desk is not None:
+                                await self._review_desk.add_request(request, live=live)
+                            else:
+                                self._reviews.add(request)
+                        elif tp.topic == self._actions_topic:
+                            # Keyed by the item, not the person: the desk checks the
+                            # person's erase itself.
+                            assert self._review_desk is not None
+                            action = decode(record.value, ReviewActionAdapter, max_bytes=MAX_BYTES)
+                            await self._review_desk.fold(action, live=live)
+                        elif tp.topic == self._messages_topic:
+                            said = decode(record.value, UserInputAdapter, max_bytes=MAX_BYTES)
+                            if isinstance(said, UserMessage):
+                                self._store.add_message(said)
                         else:
                             await self._store.add_result(
                                 decode(record.value, AgentResultAdapter, max_bytes=MAX_BYTES)
                             )
                     except DecodeError as exc:
+                        if tp.topic == self._actions_topic:
+                            # Only gateways write review actions, and no consumer group
+                            # reads them to dead-letter: every replica skips the record
+                            # alike (the fold stays the same everywhere) and says so.
+                            MESSAGES.labels("gateway", tp.topic, "unreadable").inc()
+                            log.warning("gateway: unreadable review action skipped: %s", exc.reason)
+                            continue
                         # Not ours to dead-letter (the producers' consumers do that);
                         # the view simply does not show it.
                         log.debug("gateway: skipped unreadable record: %s", exc.reason)
@@ -185,3 +245,9 @@ class ReplyFeed:
                 await self._task
         if self._consumer is not None:
             await self._consumer.stop()
+
+
+def _answers(record: object) -> bool:
+    """Whether a human reply delivers an answer of the review log (its header)."""
+    headers = getattr(record, "headers", None) or ()
+    return any(name == ANSWER_HEADER for name, _value in headers)

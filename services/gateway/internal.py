@@ -22,7 +22,7 @@ from prometheus_client import make_asgi_app
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from coachbus.metrics import REGISTRY
@@ -41,8 +41,10 @@ class _Asgi:
         await self.app(scope, receive, send)
 
 
-def create_internal_app(api: FastAPI) -> Starlette:
-    """Metrics, the OpenAPI schema of ``api`` and its two documentation pages."""
+def create_internal_app(api: FastAPI, extra: ASGIApp | None = None) -> Starlette:
+    """Metrics, the OpenAPI schema of ``api`` and its two documentation pages; with
+    ``extra``, every other path goes to it (the review console, when it is served
+    here only: COACHBUS_REVIEW_CONSOLE=internal)."""
 
     async def schema(_request: Request) -> JSONResponse:
         return JSONResponse(api.openapi())
@@ -53,14 +55,15 @@ def create_internal_app(api: FastAPI) -> Starlette:
     async def redoc(_request: Request) -> HTMLResponse:
         return get_redoc_html(openapi_url="/openapi.json", title=f"{api.title} - ReDoc")
 
-    return Starlette(
-        routes=[
-            Route("/metrics", _Asgi(make_asgi_app(REGISTRY))),
-            Route("/openapi.json", schema),
-            Route("/docs", docs),
-            Route("/redoc", redoc),
-        ]
-    )
+    routes: list[BaseRoute] = [
+        Route("/metrics", _Asgi(make_asgi_app(REGISTRY))),
+        Route("/openapi.json", schema),
+        Route("/docs", docs),
+        Route("/redoc", redoc),
+    ]
+    if extra is not None:
+        routes.append(Mount("/", app=extra))
+    return Starlette(routes=routes)
 
 
 class _Server(uvicorn.Server):

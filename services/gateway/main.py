@@ -16,7 +16,8 @@ app = runtime.build_app(router, http_app=api)
 # Every service has /metrics on its one port; the gateway's one port is public.
 app.routes = [(path, route) for path, route in app.routes if path not in INTERNAL_PATHS]
 internal = InternalServer(
-    create_internal_app(api),
+    # The review console too, when it is served on the internal port only.
+    create_internal_app(api, api.state.review_app),
     runtime.settings.gateway_internal_port,
     required=runtime.settings.environment != "local",
 )

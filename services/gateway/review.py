@@ -46,11 +46,11 @@ class ReviewQueue:
         self._capacity = capacity
         self._per_user = per_user
 
-    def add(self, request: HumanReviewRequest) -> None:
+    def add(self, request: HumanReviewRequest) -> bool:
         """Queue one request; a turn already queued or answered is not queued again
-        (a redelivered review record is the same review)."""
+        (a redelivered review record is the same review). True if it is new."""
         if request.turn_id in self._answered or request.turn_id in self._pending:
-            return
+            return False
         self._pending[request.turn_id] = request
         user = self._users.setdefault(request.user_id, _UserItems())
         user.items[request.turn_id] = request
@@ -65,6 +65,7 @@ class ReviewQueue:
             if victim is None:
                 break  # only high/critical left: bounded by users x per_user
             self._drop(victim)
+        return request.turn_id in self._pending
 
     def _drop(self, turn_id: str) -> None:
         request = self._pending.pop(turn_id, None)
@@ -84,8 +85,14 @@ class ReviewQueue:
         return self._pending.get(turn_id)
 
     def pending(self) -> list[HumanReviewRequest]:
-        """Open items, most severe first, then oldest first."""
-        return sorted(self._pending.values(), key=lambda r: -SEVERITY_RANK[r.severity])
+        """Open items, most severe first, then the longest waiting first."""
+        return sorted(
+            self._pending.values(), key=lambda r: (-SEVERITY_RANK[r.severity], r.created_at)
+        )
+
+    def items_of(self, user_id: str) -> list[str]:
+        user = self._users.get(user_id)
+        return list(user.items) if user is not None else []
 
     def collapsed(self, user_id: str) -> int:
         """Open items of this user dropped for the per-user cap."""

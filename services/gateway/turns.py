@@ -22,7 +22,15 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from coachbus.contracts import AGENTS, AgentResult, AgentResultAdapter, Reply, turn_started_at
+from coachbus.contracts import (
+    AGENTS,
+    AgentResult,
+    AgentResultAdapter,
+    Reply,
+    UserMessage,
+    turn_started_at,
+)
+from coachbus.contracts.payloads import Language, Register
 
 
 @dataclass(eq=False)
@@ -45,6 +53,12 @@ class TurnView:
     # The seq the next final_delta must carry to be shown: a piece out of order, or
     # a second stream of the same turn (a Synth that restarted mid-stream), is not.
     final_seq: int = 0
+    # What the person wrote, as read back from user-messages: for a reviewer's view
+    # of the session only (never an event of the turn's stream).
+    said: str | None = None
+    said_at: datetime | None = None
+    language: Language | None = None
+    address: Register | None = None
 
     def agent(self, name: str) -> AgentResult | None:
         data = self.agents.get(name)
@@ -178,6 +192,18 @@ class TurnStore:
                 return
             view.human.append(reply)
         await self._emit(view, reply.kind, reply.model_dump_json())
+
+    def add_message(self, message: UserMessage) -> None:
+        """What the person wrote in this turn (for reviewers), once."""
+        view = self.open(message.turn_id, message.user_id, message.session_id)
+        if view.said is not None or view.user_id != message.user_id:
+            return
+        view.said, view.said_at = message.text, message.created_at
+        view.language, view.address = message.language, message.address
+        view.size += len(message.text)
+        if self._turns.get(view.turn_id) is view:
+            self._bytes += len(message.text)
+            self._evict()
 
     async def add_result(self, result: AgentResult) -> None:
         view = self.open(result.turn_id, result.user_id, result.session_id)

@@ -72,7 +72,7 @@ def _problem(status: int, detail: str) -> JSONResponse:
     return response
 
 
-def _static(name: str) -> Response:
+def static_file(name: str) -> Response:
     path = STATIC_DIR / name
     content_type = CONTENT_TYPES.get(path.suffix)
     if not _STATIC_NAME.fullmatch(name) or content_type is None or not path.is_file():
@@ -113,7 +113,7 @@ def create_web_router(store: TurnStore, keys: KeyRing, helplines: Helplines = SH
 
     @router.get("/", include_in_schema=False)
     async def index() -> Response:
-        return _static("index.html")
+        return static_file("index.html")
 
     @router.get("/favicon.svg", include_in_schema=False)
     async def favicon() -> Response:
@@ -121,7 +121,7 @@ def create_web_router(store: TurnStore, keys: KeyRing, helplines: Helplines = SH
 
     @router.get("/static/{name}", include_in_schema=False)
     async def static(name: str) -> Response:
-        return _static(name)
+        return static_file(name)
 
     @router.get("/v1/me/beliefs")
     async def beliefs(authorization: str | None = Header(default=None)) -> Response:

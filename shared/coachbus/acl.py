@@ -13,6 +13,8 @@ Coach's at-once ``coach``/``coach_delta`` pieces go to ``coach-replies``, and th
 gateway shows from each topic only the kinds its writer may send, so a Coach
 credential cannot forge a final or a human answer. ACLs cannot see a record's
 kind, so what keeps the gateway to ``human`` replies is its code, not the broker.
+Only the gateway writes ``review-actions`` and ``review-audit`` (reviewers act
+through its API) and reads ``user-messages`` back (a reviewer sees the session).
 
 ``tests/shared/test_acl.py`` checks this table against the services' wiring (stores,
 views, subscribers, publishers and every ``publish(Topic.X)``), so a service that
@@ -67,9 +69,21 @@ ACCESS: dict[str, ServiceAccess] = {
         ServiceAccess(
             service=GATEWAY,
             # user-messages carries erase requests too; erasures are the watermarks.
-            writes=frozenset({Topic.USER_MESSAGES, Topic.REPLIES, Topic.ERASURES}),
+            # Reviewers' actions and their audit are the gateway's alone.
+            writes=frozenset(
+                {
+                    Topic.USER_MESSAGES,
+                    Topic.REPLIES,
+                    Topic.ERASURES,
+                    Topic.REVIEW_ACTIONS,
+                    Topic.REVIEW_AUDIT,
+                }
+            ),
             reads=frozenset(
                 {
+                    # The person's own words, for the reviewer's view of the session.
+                    Topic.USER_MESSAGES,
+                    Topic.REVIEW_ACTIONS,
                     Topic.REPLIES,
                     Topic.COACH_REPLIES,
                     Topic.HUMAN_REVIEW,

@@ -130,3 +130,48 @@ CONSUMER_LAG = Gauge(
     ["service", "topic"],
     registry=REGISTRY,
 )
+
+# The human tier (the gateway). Every replica folds the same review log, so each
+# reports the same queue: alert and chart on max() over replicas, never sum().
+REVIEW_PENDING = Gauge(
+    "coachbus_review_pending",
+    "Open human-review items (not closed), by severity.",
+    ["severity"],
+    registry=REGISTRY,
+)
+REVIEW_OLDEST_AGE = Gauge(
+    "coachbus_review_oldest_age_seconds",
+    "Age of the oldest open human-review item nobody holds a claim on, by severity "
+    "(0: none waiting).",
+    ["severity"],
+    registry=REGISTRY,
+)
+REVIEW_WAIT_LIMIT = Gauge(
+    "coachbus_review_wait_limit_seconds",
+    "How long a high or critical item may wait unclaimed before the alert "
+    "(COACHBUS_REVIEW_ALERT_AFTER_S).",
+    registry=REGISTRY,
+)
+# Minutes, not milliseconds: a human answers in seconds at best, hours at worst.
+REVIEW_BUCKETS = (10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0, 4 * 3600.0, 86_400.0)
+REVIEW_FIRST_ACTION = Histogram(
+    "coachbus_review_first_action_seconds",
+    "From an item's escalation to the first human action accepted on it (a claim, "
+    "an answer), by severity. Observed once, by the replica that took the action.",
+    ["severity"],
+    buckets=REVIEW_BUCKETS,
+    registry=REGISTRY,
+)
+REVIEW_ACTIONS = Counter(
+    "coachbus_review_actions",
+    "Reviewers' actions as the fold judged them (counted by the replica that took the request).",
+    ["action", "verdict"],
+    registry=REGISTRY,
+)
+REVIEW_WEBHOOK = Counter(
+    "coachbus_review_webhook_calls",
+    "Review webhook calls by outcome: ok, retried (one failed attempt), failed (gave "
+    "up after every attempt), dropped (the send queue was full).",
+    ["outcome"],
+    registry=REGISTRY,
+)

@@ -20,10 +20,12 @@ from coachbus.contracts import (
     PersonaResult,
     PlasticityResult,
     Reply,
+    ReviewAuditEvent,
     ShadowResult,
     StabilityResult,
 )
 from coachbus.contracts.events import UserInput
+from coachbus.contracts.review import ReviewAction
 from coachbus.contracts.state import Blackboard, PersonaProfile, SafetyState
 from coachbus.memory import MemoryRecord
 from coachbus.topics import Topic
@@ -45,6 +47,8 @@ CONTRACTS: dict[Topic, Any] = {
     Topic.MEMORY: MemoryRecord,
     Topic.ERASURES: EraseWatermark,
     Topic.ERASE_CONFIRMATIONS: EraseConfirmation,
+    Topic.REVIEW_ACTIONS: ReviewAction,
+    Topic.REVIEW_AUDIT: ReviewAuditEvent,
 }
 
 # Where AsyncAPI keeps reusable schemas: a payload's references point there.

@@ -180,6 +180,9 @@ class CoachbusSettings(BaseSettings):
     dlq_retention_ms: int = Field(default=3 * 86_400_000, ge=3_600_000)
     compaction_lag_ms: int = Field(default=86_400_000, ge=60_000)
     tombstone_retention_ms: int = Field(default=86_400_000, ge=60_000)
+    # The review audit (who claimed, answered, closed which item): it holds no one's
+    # words, and accounting for reviews may be owed for longer than a week.
+    review_audit_retention_ms: int = Field(default=90 * 86_400_000, ge=3_600_000)
     # The help-lines file crisis replies and the web chat show (unset: the shipped
     # coachbus/content/helplines.toml). A service that shows help lines reads and
     # checks it as it starts (coachbus.safety.helplines.Helplines.configured).

@@ -38,6 +38,10 @@ class Topic(StrEnum):
     # and the owners' confirmations that they tombstoned the user's state.
     ERASURES = "erasures"
     ERASE_CONFIRMATIONS = "erase-confirmations"
+    # Human review (coachbus.contracts.review): reviewers' claims, answers and closes,
+    # keyed by the item (the escalated turn), and the audit trail of them.
+    REVIEW_ACTIONS = "review-actions"
+    REVIEW_AUDIT = "review-audit"
 
 
 # Each agent's output topic is "agent.<name>", for every name of the one list.
@@ -78,6 +82,9 @@ def topic_name(settings: CoachbusSettings, topic: Topic) -> str:
 #   tombstone itself stays after that: every reader that rebuilds state (views
 #   start from the beginning, owners reload on rebalance) must see the delete; a
 #   consumer down for longer than a day rebuilds from the compacted topic anyway.
+# * The review audit holds no one's words (coachbus.contracts.review), so it may be
+#   kept as long as an operator's duty to account for reviews asks
+#   (``review_audit_retention_ms``).
 _DAY_MS = 86_400_000
 
 
@@ -90,7 +97,10 @@ def topic_config(settings: CoachbusSettings, topic: Topic) -> dict[str, str]:
             "delete.retention.ms": str(settings.tombstone_retention_ms),
             "segment.ms": str(settings.compaction_lag_ms),
         }
-    retention = settings.dlq_retention_ms if topic is Topic.DLQ else settings.retention_ms
+    retention = {
+        Topic.DLQ: settings.dlq_retention_ms,
+        Topic.REVIEW_AUDIT: settings.review_audit_retention_ms,
+    }.get(topic, settings.retention_ms)
     return {
         "cleanup.policy": "delete",
         "retention.ms": str(retention),

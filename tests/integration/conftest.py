@@ -32,6 +32,8 @@ KEYS = {
     "fritz": "key-fritz-0123456789",
     "gus": "key-gus-0123456789",
     "hanna": "key-hanna-0123456789",
+    # The review console's person (tests/browser/test_review_console.py).
+    "ines": "key-ines-0123456789",
 }
 REVIEWERS = {"carol", "rita"}
 

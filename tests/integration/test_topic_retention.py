@@ -60,7 +60,10 @@ async def test_created_topics_carry_retention_and_compaction_bounds(
             assert cfg["segment.ms"] == "86400000"
         else:
             assert cfg["cleanup.policy"] == "delete"
-            expected = "259200000" if topic is Topic.DLQ else str(5 * 86_400_000)
+            expected = {
+                Topic.DLQ: "259200000",
+                Topic.REVIEW_AUDIT: str(settings.review_audit_retention_ms),
+            }.get(topic, str(5 * 86_400_000))
             assert cfg["retention.ms"] == expected, topic
             assert cfg["segment.ms"] == "86400000"
     assert await config_drift(settings, kafka) == []

@@ -33,6 +33,17 @@ from coachbus.contracts.events import (
     turn_started_at,
     utcnow,
 )
+from coachbus.contracts.review import (
+    AnswerAction,
+    ClaimAction,
+    CloseAction,
+    NotifyAction,
+    ReleaseAction,
+    RenewAction,
+    ReviewAction,
+    ReviewActionAdapter,
+    ReviewAuditEvent,
+)
 
 __all__ = [
     "AGENTS",
@@ -43,6 +54,9 @@ __all__ = [
     "AgentName",
     "AgentResult",
     "AgentResultAdapter",
+    "AnswerAction",
+    "ClaimAction",
+    "CloseAction",
     "CoachResult",
     "Conflict",
     "DeadLetter",
@@ -51,9 +65,15 @@ __all__ = [
     "EraseWatermark",
     "Event",
     "HumanReviewRequest",
+    "NotifyAction",
     "PersonaResult",
     "PlasticityResult",
+    "ReleaseAction",
+    "RenewAction",
     "Reply",
+    "ReviewAction",
+    "ReviewActionAdapter",
+    "ReviewAuditEvent",
     "SessionEnd",
     "ShadowResult",
     "StabilityResult",
