@@ -373,3 +373,50 @@ def test_env_example_names_every_required_variable() -> None:
     assert set(example) == REQUIRED_SECRETS
     assert all("REPLACE-ME" in value for value in example.values()), "obvious placeholders"
     assert ".env" in (REPO / ".gitignore").read_text().splitlines()
+
+
+# --- the human tier --------------------------------------------------------------------
+
+REVIEW_KNOBS = {
+    "COACHBUS_REVIEW_CONSOLE",
+    "COACHBUS_REVIEW_CLAIM_TTL_S",
+    "COACHBUS_REVIEW_ALERT_AFTER_S",
+    "COACHBUS_REVIEW_WEBHOOK_URL",
+    "COACHBUS_REVIEW_WEBHOOK_SECRET",
+    "COACHBUS_REVIEW_WEBHOOK_ATTEMPTS",
+    "COACHBUS_REVIEW_WEBHOOK_TIMEOUT_S",
+    "COACHBUS_REVIEW_WEBHOOK_BACKOFF_S",
+}
+
+
+def test_review_knobs_on_the_gateway_empty_by_default(
+    compose: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from coachbus.settings import CoachbusSettings
+    from services.gateway.review_settings import ReviewSettings
+
+    gateway = compose["services"]["gateway"]["environment"]
+    assert not REVIEW_KNOBS - set(gateway), "every knob of the gateway's human tier"
+    # Empty is unset for the settings: the gateway's own defaults, no webhook.
+    assert all(gateway[name] == "" for name in REVIEW_KNOBS)
+    for name in REVIEW_KNOBS:
+        monkeypatch.setenv(name, gateway[name])
+    assert ReviewSettings() == ReviewSettings.model_construct()
+    for name in SERVICES:
+        if name != "gateway":
+            assert not REVIEW_KNOBS & set(compose["services"][name]["environment"]), name
+    # A topic setting: topics-init applies it.
+    topics = compose["services"]["topics-init"]["environment"]
+    monkeypatch.setenv(
+        "COACHBUS_REVIEW_AUDIT_RETENTION_MS", topics["COACHBUS_REVIEW_AUDIT_RETENTION_MS"]
+    )
+    default = CoachbusSettings.model_fields["review_audit_retention_ms"].default
+    assert CoachbusSettings().review_audit_retention_ms == default
+
+
+def test_review_knobs_come_from_the_environment(raw: dict[str, Any]) -> None:
+    env = {name: "test-value" for name in REQUIRED_SECRETS}
+    env |= {"COACHBUS_REVIEW_CONSOLE": "internal", "COACHBUS_REVIEW_ALERT_AFTER_S": "900"}
+    gateway = interpolate(raw, env)["services"]["gateway"]["environment"]
+    assert gateway["COACHBUS_REVIEW_CONSOLE"] == "internal"
+    assert gateway["COACHBUS_REVIEW_ALERT_AFTER_S"] == "900"

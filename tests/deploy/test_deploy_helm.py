@@ -548,6 +548,254 @@ def test_chart_alerts_are_a_copy_of_deploy_alerts() -> None:
     assert copy == ALERTS.read_text(), "cp deploy/prometheus/alerts.yml charts/coachbus/files/"
 
 
+# --- the human tier: review console, alert limit, webhook -------------------------------
+
+WEBHOOK_SECRET = "coachbus-review-webhook"
+WEBHOOK = {"url": "https://hooks.example/coachbus", "existingSecret": WEBHOOK_SECRET}
+# Values key -> ReviewSettings field (services/gateway/review_settings.py).
+REVIEW_FIELDS = {
+    ("console",): "console",
+    ("claimTtlSeconds",): "claim_ttl_s",
+    ("alertAfterSeconds",): "alert_after_s",
+    ("webhook", "attempts"): "webhook_attempts",
+    ("webhook", "timeoutSeconds"): "webhook_timeout_s",
+    ("webhook", "backoffSeconds"): "webhook_backoff_s",
+}
+
+
+def _review_env(c: dict) -> dict[str, Any]:
+    return {k: v for k, v in _env(c).items() if k.startswith("COACHBUS_REVIEW_")}
+
+
+def _gateway_review_env(docs: list[dict]) -> dict[str, Any]:
+    return _review_env(container(of_kind(docs, "Deployment")["coachbus-gateway"]))
+
+
+def _bounds(field: Any) -> dict[str, float]:
+    names = {"ge": "minimum", "le": "maximum", "gt": "exclusiveMinimum"}
+    return {
+        names[attr]: getattr(m, attr)
+        for m in field.metadata
+        for attr in names
+        if getattr(m, attr, None) is not None
+    }
+
+
+def test_review_values_mirror_the_gateways_settings() -> None:
+    """Defaults and bounds of `review` are the code's: the chart neither changes a
+    default behind the operator's back nor accepts what the gateway refuses."""
+    from coachbus.settings import CoachbusSettings
+    from services.gateway.review_settings import ReviewSettings
+
+    values = yaml.safe_load((CHART / "values.yaml").read_text())["review"]
+    schema = json.loads((CHART / "values.schema.json").read_text())["properties"]["review"]
+    for path, name in REVIEW_FIELDS.items():
+        field = ReviewSettings.model_fields[name]
+        value, prop = values, schema
+        for key in path:
+            value, prop = value[key], prop["properties"][key]
+        assert value == field.default, path
+        if name == "console":
+            assert prop["enum"] == ["public", "internal", "off"]
+            continue
+        assert {k: v for k, v in prop.items() if k != "type"} == _bounds(field), path
+    audit = CoachbusSettings.model_fields["review_audit_retention_ms"]
+    assert values["auditRetentionMs"] == audit.default
+    assert schema["properties"]["auditRetentionMs"]["minimum"] == _bounds(audit)["minimum"]
+    assert values["webhook"]["url"] == ""
+
+
+def test_review_defaults_render_no_webhook(chart: Any) -> None:
+    from coachbus.settings import CoachbusSettings
+
+    docs = render(chart)
+    assert _gateway_review_env(docs) == {
+        "COACHBUS_REVIEW_CONSOLE": "public",
+        "COACHBUS_REVIEW_CLAIM_TTL_S": "600",
+        "COACHBUS_REVIEW_ALERT_AFTER_S": "300",
+    }
+    # The gateway's settings stay out of the other services' env.
+    for name in CONSUMERS:
+        assert not _review_env(container(of_kind(docs, "Deployment")[f"coachbus-{name}"])), name
+    # The audit's retention is a topic setting: the ConfigMap, which the topic job reads.
+    data = of_kind(docs, "ConfigMap")["coachbus"]["data"]
+    default = CoachbusSettings.model_fields["review_audit_retention_ms"].default
+    assert data["COACHBUS_REVIEW_AUDIT_RETENTION_MS"] == str(default)
+    assert [k for k in data if k.startswith("COACHBUS_REVIEW_")] == [
+        "COACHBUS_REVIEW_AUDIT_RETENTION_MS"
+    ]
+    gateway = _policies(docs)["coachbus-gateway"]["egress"]
+    assert {port for rule in gateway for port in _ports(rule)} == DNS_PORTS | {(9092, "TCP")}
+
+
+@pytest.mark.parametrize("console", ["public", "internal", "off"])
+def test_review_settings_reach_the_gateway(
+    chart: Any, console: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from coachbus.settings import CoachbusSettings
+    from services.gateway.review_settings import ReviewSettings
+
+    # A million seconds: Helm prints such a float as 1e+06 unless the chart says otherwise.
+    values = {
+        "review": {
+            "console": console,
+            "claimTtlSeconds": 1200,
+            "alertAfterSeconds": 1_000_000,
+            "auditRetentionMs": 400 * 86_400_000,
+        }
+    }
+    docs = render(chart, values)
+    env = _gateway_review_env(docs)
+    assert env["COACHBUS_REVIEW_CONSOLE"] == console
+    # CoachbusReviewWaiting compares with the limit the gateway exports from this.
+    assert env["COACHBUS_REVIEW_ALERT_AFTER_S"] == "1000000"
+    assert env["COACHBUS_REVIEW_CLAIM_TTL_S"] == "1200"
+    retention = of_kind(docs, "ConfigMap")["coachbus"]["data"]["COACHBUS_REVIEW_AUDIT_RETENTION_MS"]
+    assert retention == str(400 * 86_400_000)
+    # And the gateway reads them as meant.
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("COACHBUS_REVIEW_AUDIT_RETENTION_MS", retention)
+    settings = ReviewSettings()
+    assert (settings.console, settings.claim_ttl_s, settings.alert_after_s) == (
+        console,
+        1200.0,
+        1_000_000.0,
+    )
+    assert CoachbusSettings().review_audit_retention_ms == 400 * 86_400_000
+
+
+def test_review_webhook_renders_its_env_with_the_secret_by_reference(chart: Any) -> None:
+    values = {"review": {"webhook": {**WEBHOOK, "attempts": 8, "timeoutSeconds": 2.5}}}
+    docs = render(chart, values)
+    assert _gateway_review_env(docs) == {
+        "COACHBUS_REVIEW_CONSOLE": "public",
+        "COACHBUS_REVIEW_CLAIM_TTL_S": "600",
+        "COACHBUS_REVIEW_ALERT_AFTER_S": "300",
+        "COACHBUS_REVIEW_WEBHOOK_URL": "https://hooks.example/coachbus",
+        "COACHBUS_REVIEW_WEBHOOK_SECRET": {
+            "secretKeyRef": {"name": WEBHOOK_SECRET, "key": "COACHBUS_REVIEW_WEBHOOK_SECRET"}
+        },
+        "COACHBUS_REVIEW_WEBHOOK_ATTEMPTS": "8",
+        "COACHBUS_REVIEW_WEBHOOK_TIMEOUT_S": "2.5",
+        "COACHBUS_REVIEW_WEBHOOK_BACKOFF_S": "1",
+    }
+    for name in CONSUMERS:
+        assert not _review_env(container(of_kind(docs, "Deployment")[f"coachbus-{name}"])), name
+    data = of_kind(docs, "ConfigMap")["coachbus"]["data"]
+    assert not any(k.startswith("COACHBUS_REVIEW_WEBHOOK") for k in data)
+    assert WEBHOOK_SECRET not in of_kind(docs, "Secret")  # brought by the operator
+
+    # Or a key of the services' Secret: the chart's own, or an existing one.
+    own = render(
+        chart,
+        {
+            "review": {"webhook": {"url": WEBHOOK["url"]}},
+            "secret": {"values": {"COACHBUS_REVIEW_WEBHOOK_SECRET": "s" * 32}},
+        },
+    )
+    assert _gateway_review_env(own)["COACHBUS_REVIEW_WEBHOOK_SECRET"] == {
+        "secretKeyRef": {"name": "coachbus", "key": "COACHBUS_REVIEW_WEBHOOK_SECRET"}
+    }
+    existing = render(
+        chart,
+        {
+            "review": {"webhook": {"url": WEBHOOK["url"], "secretKey": "review-hmac"}},
+            "secret": {"existingSecret": "coachbus-prod"},
+        },
+    )
+    assert _gateway_review_env(existing)["COACHBUS_REVIEW_WEBHOOK_SECRET"] == {
+        "secretKeyRef": {"name": "coachbus-prod", "key": "review-hmac"}
+    }
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        pytest.param({}, id="no-secret"),
+        pytest.param({"secret": {"values": {"COACHBUS_API_KEYS": "u:k"}}}, id="key-not-in-values"),
+        pytest.param(
+            {"secret": {"values": {"COACHBUS_REVIEW_WEBHOOK_SECRET": ""}}}, id="empty-secret"
+        ),
+    ],
+)
+def test_review_webhook_without_a_secret_fails(chart: Any, values: dict) -> None:
+    # The gateway would refuse to start (outside local): the install fails first.
+    values = {**values, "review": {"webhook": {"url": WEBHOOK["url"]}}}
+    with pytest.raises(helm.HelmRenderError, match=r"review\.webhook\.url needs a signing secret"):
+        render(chart, values)
+
+
+@pytest.mark.parametrize(
+    ("webhook", "policy", "rule"),
+    [
+        pytest.param(
+            WEBHOOK, {}, {"ports": [{"port": 443, "protocol": "TCP"}]}, id="https-any-address"
+        ),
+        pytest.param(
+            {**WEBHOOK, "url": "http://hooks.example/coachbus"},
+            {},
+            {"ports": [{"port": 80, "protocol": "TCP"}]},
+            id="http",
+        ),
+        pytest.param(
+            {**WEBHOOK, "url": "http://10.2.0.5:8443/hooks/coachbus"},
+            {},
+            {
+                "to": [{"ipBlock": {"cidr": "10.2.0.5/32"}}],
+                "ports": [{"port": 8443, "protocol": "TCP"}],
+            },
+            id="ipv4-explicit-port",
+        ),
+        pytest.param(
+            WEBHOOK,
+            {"to": MONITORING, "ports": [8443, 9443]},
+            {
+                "to": MONITORING,
+                "ports": [{"port": p, "protocol": "TCP"} for p in (8443, 9443)],
+            },
+            id="peers-and-ports-from-values",
+        ),
+    ],
+)
+def test_network_policy_egress_to_the_review_webhook(
+    chart: Any, webhook: dict, policy: dict, rule: dict
+) -> None:
+    values = {
+        "review": {"webhook": webhook},
+        "networkPolicy": {"egress": {"webhook": policy, "to": [{"ports": [{"port": 5432}]}]}},
+    }
+    policies = _policies(render(chart, values))
+    gateway = policies["coachbus-gateway"]["egress"]
+    # The gateway's one more rule, before the extra rules of egress.to.
+    assert gateway[-2:] == [rule, {"ports": [{"port": 5432}]}]
+    for name in CONSUMERS:
+        assert rule not in policies[f"coachbus-{name}"]["egress"], name
+    # Egress left open: nothing to add.
+    values["networkPolicy"]["egress"]["enabled"] = False
+    assert "egress" not in _policies(render(chart, values))["coachbus-gateway"]
+
+
+def test_review_console_internal_port_for_reviewers(chart: Any) -> None:
+    vpn = [{"ipBlock": {"cidr": "10.50.0.0/16"}}]
+    values = {"review": {"console": "internal"}, "networkPolicy": {"reviewFrom": vpn}}
+    docs = render(chart, values)
+    open_rule, metrics_rule, review_rule = _policies(docs)["coachbus-gateway"]["ingress"]
+    assert _ports(open_rule) == {(8080, "TCP")}
+    assert metrics_rule["from"] == MONITORING
+    # The console lives on the internal port then; 8080 answers 404 for it.
+    assert review_rule == {"ports": [{"port": 9000, "protocol": "TCP"}], "from": vpn}
+    services = of_kind(docs, "Service")
+    assert [p["port"] for p in services["coachbus-gateway"]["spec"]["ports"]] == [8080]
+    assert [p["port"] for p in services["coachbus-gateway-internal"]["spec"]["ports"]] == [9000]
+    # Without reviewFrom: metricsFrom and port-forward only, no open rule.
+    closed = _policies(render(chart, {"review": {"console": "internal"}}))
+    assert len(closed["coachbus-gateway"]["ingress"]) == 2
+    # reviewFrom with the console elsewhere would open the metrics port for nothing.
+    with pytest.raises(helm.HelmRenderError, match=r"networkPolicy\.reviewFrom"):
+        render(chart, {"networkPolicy": {"reviewFrom": vpn}})
+
+
 # --- schema and lint ---------------------------------------------------------------------------
 
 
@@ -567,6 +815,21 @@ def test_chart_alerts_are_a_copy_of_deploy_alerts() -> None:
         ({"networkPolicy": {"egress": {"kafka": {"ports": [0]}}}}, "/networkPolicy/egress/kafka"),
         ({"networkPolicy": {"egress": {"llm": {"to": {}}}}}, "/networkPolicy/egress/llm/to"),
         ({"networkPolicy": {"ingressFrom": []}}, "ingressFrom"),
+        ({"review": {"console": "private"}}, "/review/console"),
+        ({"review": {"consoleMode": "public"}}, "consoleMode"),
+        ({"review": {"claimTtlSeconds": 5}}, "/review/claimTtlSeconds"),
+        ({"review": {"alertAfterSeconds": "5m"}}, "/review/alertAfterSeconds"),
+        ({"review": {"auditRetentionMs": 60000}}, "/review/auditRetentionMs"),
+        ({"review": {"webhook": {"url": "ftp://hooks.example/x"}}}, "/review/webhook/url"),
+        ({"review": {"webhook": {"url": "hooks.example/x"}}}, "/review/webhook/url"),
+        ({"review": {"webhook": {"attempts": 0}}}, "/review/webhook/attempts"),
+        ({"review": {"webhook": {"timeoutSeconds": 0}}}, "/review/webhook/timeoutSeconds"),
+        ({"review": {"webhook": {"secret": "s3cr3t"}}}, "/review/webhook"),
+        (
+            {"networkPolicy": {"egress": {"webhook": {"ports": [0]}}}},
+            "/networkPolicy/egress/webhook",
+        ),
+        ({"networkPolicy": {"reviewFrom": {}}}, "/networkPolicy/reviewFrom"),
     ],
 )
 def test_schema_rejects_bad_values(chart: Any, values: dict, path: str) -> None:
@@ -608,6 +871,16 @@ def test_defaults_pass_the_schema(chart: Any) -> None:
             id="networkpolicy-peers",
         ),
         pytest.param({"networkPolicy": {"enabled": False}}, id="networkpolicy-off"),
+        pytest.param(
+            {
+                "review": {
+                    "console": "internal",
+                    "webhook": {"url": "https://10.2.0.5:8443/hook", "existingSecret": "wh"},
+                },
+                "networkPolicy": {"reviewFrom": [{"ipBlock": {"cidr": "10.50.0.0/16"}}]},
+            },
+            id="review-internal-webhook",
+        ),
     ],
 )
 def test_helm_lint_strict(values: dict) -> None:

@@ -200,3 +200,45 @@ The gateway serves /metrics and the API docs on a second, internal port
 {{- define "coachbus.metricsPort" -}}
 {{- if eq (include "coachbus.kind" .) "gateway" }}{{ include "coachbus.gatewayInternalPort" . }}{{ else }}8080{{ end }}
 {{- end }}
+
+{{/*
+A number as an env value. Helm reads every number in values as a float64, which
+prints as 1e+06 from a million on: whole numbers are printed as integers.
+*/}}
+{{- define "coachbus.number" -}}
+{{- if eq (float64 .) (float64 (int64 .)) }}{{ int64 . }}{{ else }}{{ . }}{{ end }}
+{{- end }}
+
+{{/*
+The human tier's settings, the gateway's alone (services/gateway/review_settings.py):
+env entries, not the ConfigMap every service reads. The webhook's signing secret
+comes from review.webhook.existingSecret, or the services' Secret, by secretKeyRef:
+a missing key stops the pod instead of letting the gateway sign nothing.
+*/}}
+{{- define "coachbus.reviewEnv" -}}
+{{- $r := .Values.review }}
+- name: COACHBUS_REVIEW_CONSOLE
+  value: {{ $r.console | quote }}
+- name: COACHBUS_REVIEW_CLAIM_TTL_S
+  value: {{ include "coachbus.number" $r.claimTtlSeconds | quote }}
+# Exported as coachbus_review_wait_limit_seconds: CoachbusReviewWaiting's limit.
+- name: COACHBUS_REVIEW_ALERT_AFTER_S
+  value: {{ include "coachbus.number" $r.alertAfterSeconds | quote }}
+{{- with $r.webhook }}
+{{- if .url }}
+- name: COACHBUS_REVIEW_WEBHOOK_URL
+  value: {{ .url | quote }}
+- name: COACHBUS_REVIEW_WEBHOOK_SECRET
+  valueFrom:
+    secretKeyRef:
+      name: {{ default (include "coachbus.secretName" $) .existingSecret }}
+      key: {{ .secretKey }}
+- name: COACHBUS_REVIEW_WEBHOOK_ATTEMPTS
+  value: {{ include "coachbus.number" .attempts | quote }}
+- name: COACHBUS_REVIEW_WEBHOOK_TIMEOUT_S
+  value: {{ include "coachbus.number" .timeoutSeconds | quote }}
+- name: COACHBUS_REVIEW_WEBHOOK_BACKOFF_S
+  value: {{ include "coachbus.number" .backoffSeconds | quote }}
+{{- end }}
+{{- end }}
+{{- end }}
