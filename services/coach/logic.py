@@ -74,7 +74,7 @@ def quick_reply(
     screen = reading.screen
     if is_crisis(screen):
         return CoachPayload(
-            text=crisis_reply(screen.category, lang, reg, helplines),
+            text=crisis_reply(screen.category, lang, reg, helplines, asks=screen.asks),
             language=lang,
             crisis_mode=True,
             grounded_on=["crisis_screen"],

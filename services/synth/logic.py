@@ -532,7 +532,7 @@ _LAST_RESORT = Phrase(
 def _last_resort(sheet: DecisionSheet, helplines: Helplines) -> str:
     lang, reg = sheet.language, sheet.formality
     if sheet.mode == "crisis":
-        return crisis_reply(sheet.crisis.category, lang, reg, helplines)
+        return crisis_reply(sheet.crisis.category, lang, reg, helplines, asks=sheet.crisis.asks)
     if sheet.mode == "check_in":
         return check_in_reply(lang, reg, helplines, again=sheet.crisis.question)
     if sheet.mode == "care" and sheet.answered_check_in == "denied":

@@ -21,12 +21,13 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "eval"
 # The deterministic tier's measured heldout figures, as floors (a ratchet): the
 # suite fails if a change makes the conversation reading worse on conversations no
 # rule was tuned on. Goal: recall >= 0.95, precision >= 0.90, affirmed check-ins
-# >= 0.99; not reached yet (docs/eval.md says why: a third of the writers' check-ins
-# follow a first message the single-message screen does not ask about). Measured:
-# recall 0.853, precision 0.981, affirmed check-ins 0.812 (the message alone: 0.131).
-HELDOUT_FLOOR_RECALL = 0.85
-HELDOUT_FLOOR_PRECISION = 0.98
-HELDOUT_FLOOR_AFFIRMED = 0.81
+# >= 0.99; not reached (docs/eval.md says why: on fresh text the writers' check-ins
+# mostly follow a first message the rules do not read as risky, and tuning on dev
+# moves dev, not heldout). Measured on both heldout rounds (213 conversations):
+# recall 0.780, precision 0.9398, affirmed check-ins 0.745 (the message alone: 0.140).
+HELDOUT_FLOOR_RECALL = 0.78
+HELDOUT_FLOOR_PRECISION = 0.939
+HELDOUT_FLOOR_AFFIRMED = 0.745
 
 
 @pytest.fixture(scope="module")

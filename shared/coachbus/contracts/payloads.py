@@ -306,6 +306,11 @@ class CrisisScreen(_Model):
     # The open question this message answered, when it was not answered clearly: the
     # reply asks it again, gently, instead of asking a new one.
     question: CheckInQuestion | None = None
+    # For a crisis: the question its reply asks back when it is not "are you safe
+    # right now?" ("suicide": a burden or hopelessness message is followed by the
+    # direct question about suicidal thoughts, the next rung of the C-SSRS). None:
+    # the category's own question (safety; nothing after a medical emergency).
+    asks: CheckInQuestion | None = None
 
 
 class StabilityPayload(_Model):

@@ -95,6 +95,7 @@ class ConversationBook:
     affirm_emoji: tuple[str, ...]
     deny_start: re.Pattern[str]
     explained: re.Pattern[str]
+    coaching_yes: re.Pattern[str]
     unsafe_start: re.Pattern[str]
     unsafe_half: re.Pattern[str]
     unsafe_anywhere: re.Pattern[str]
@@ -155,6 +156,7 @@ def parse_conversation_book(text: str) -> ConversationBook:
         affirm_emoji=tuple(suicide["affirm_emoji"]),
         deny_start=_either(suicide["deny_start"], start=True),
         explained=_either(suicide["explained"]),
+        coaching_yes=_either(suicide["coaching_yes"]),
         unsafe_start=_either(safety["unsafe_start"], start=True),
         unsafe_half=_either(safety["unsafe_half"], start=True),
         unsafe_anywhere=_either(safety["unsafe_anywhere"]),
@@ -207,6 +209,11 @@ _PLAN_FAMILIES = frozenset({"time", "means"})
 _RISK_FAMILIES = frozenset(
     {"time", "means", "farewell", "hopelessness", "burden", "crisis", "thoughts"}
 )
+# Signs that keep a "no" to our check-in from being believed when the answer shows
+# them itself ("no. nothing is going to change anyway"): the no is read as unclear
+# and asked again (or, with a time, a means or a farewell, as a yes). An explanation
+# ("no, I meant the training plan is pointless") is believed before this applies.
+_NOT_A_NO = frozenset({"time", "means", "farewell", "hopelessness", "burden"})
 # Signs a harmless reason explains (a move explains giving things away and a date).
 _EXPLAINABLE = frozenset({"farewell", "time", "day", "ready"})
 # How many turns around a harmless reason its explanation reaches.
@@ -253,6 +260,11 @@ def classify_answer(
         if book.safe_start.search(said):
             return "safe"
         return "unclear"
+    if book.coaching_yes.search(said) and not risky and not book.affirm_anywhere.search(said):
+        # "yes please, let's do that" accepts a coaching offer: nobody answers "are you
+        # having thoughts of ending your life?" with it. Not believed as a yes or a no:
+        # asked again.
+        return "unclear"
     if book.affirm_anywhere.search(said) or book.affirm_start.search(said):
         return "affirmed"
     if _half_answer(book.affirm_half, said, short):
@@ -261,11 +273,12 @@ def classify_answer(
     # moves on); after it, a yes-word answers even behind a hedge.
     if book.affirm_word.search(" ".join(said.split()[1:_HEAD_WORDS])):
         return "affirmed"
-    if book.deny_start.search(said) and not families & (_PLAN_FAMILIES | {"farewell"}):
+    if book.deny_start.search(said) and not families & _NOT_A_NO:
         return "denied"
-    if families & _PLAN_FAMILIES:
+    if families & (_PLAN_FAMILIES | {"farewell"}):
         # A day or a means given in answer to "are you having thoughts of ending your
-        # life?" answers it: yes, with a plan.
+        # life?" answers it: yes, with a plan; so does a farewell act (giving things
+        # away, a goodbye), preparatory behaviour on the C-SSRS.
         return "affirmed"
     # An emoji answer: only where no word of the answer says otherwise.
     if any(e in said for e in book.affirm_emoji) and len(re.findall(r"\w+", said)) <= 3:
@@ -550,9 +563,10 @@ def fold_turn(
         _close(state, asked.question, reading.answered, turn, now)
     for family, evidence in reading.signs:
         state.risk_cues.append(RiskCue(family=family, turn=turn, at=now, evidence=evidence))
-    if is_crisis(final) and final.category in _ASKS_SAFETY:
+    asking = crisis_question(final)
+    if asking is not None:
         state.open_check_in = OpenCheckIn(
-            question="safety",
+            question=asking,
             category=final.category,
             turn=turn,
             turn_id=turn_id,
@@ -581,6 +595,18 @@ def fold_turn(
     state.last_reading = TurnReading(turn_id=turn_id, screen=final, answered=reading.answered)
 
 
+def crisis_question(screen: CrisisScreen) -> CheckInQuestion | None:
+    """The question the reply to a crisis ``screen`` asks back, which the person's
+    next message answers: our check-in's after a burden or hopelessness message (the
+    screen's ``asks``), "are you safe right now?" after the others, nothing after a
+    medical emergency or when ``screen`` is no crisis."""
+    if not is_crisis(screen) or screen.category not in _ASKS_SAFETY:
+        return None
+    if screen.asks == "suicide" and screen.category is CrisisCategory.SUICIDAL_IDEATION:
+        return "suicide"
+    return "safety"
+
+
 def _close(
     state: SafetyState, question: CheckInQuestion, answer: Any, turn: int, now: datetime
 ) -> None:
@@ -603,6 +629,7 @@ __all__ = [
     "WarningPattern",
     "classify_answer",
     "conversation_book",
+    "crisis_question",
     "fold_turn",
     "open_question",
     "parse_conversation_book",

@@ -43,7 +43,7 @@ def _replies() -> tuple[dict[str, dict[CrisisCategory, Phrase]], dict[str, Phras
     doc = content.read("coachbus.content", "crisis/replies.toml")
     content.only(doc, doc.raw, ("crisis", *_ASKED_AGAIN.values(), "after_denial"), "")
     crisis = content.table(doc, doc.raw.get("crisis"), "crisis")
-    content.only(doc, crisis, ("open", "close"), "crisis")
+    content.only(doc, crisis, ("open", "close", "ask_directly"), "crisis")
     framing: dict[str, dict[CrisisCategory, Phrase]] = {}
     for part in ("open", "close"):
         at = f"crisis.{part}"
@@ -56,6 +56,9 @@ def _replies() -> tuple[dict[str, dict[CrisisCategory, Phrase]], dict[str, Phras
         name: _reply(doc, doc.raw.get(name), name, _LIFELINE)
         for name in (*_ASKED_AGAIN.values(), "after_denial")
     }
+    others["ask_directly"] = _reply(
+        doc, crisis.get("ask_directly"), "crisis.ask_directly", frozenset()
+    )
     return framing, others
 
 
@@ -63,16 +66,30 @@ _CRISIS_FRAMING, _CHECK_INS = _replies()
 
 
 def crisis_reply(
-    category: CrisisCategory, language: Language, register: Register, helplines: Helplines
+    category: CrisisCategory,
+    language: Language,
+    register: Register,
+    helplines: Helplines,
+    *,
+    asks: CheckInQuestion | None = None,
 ) -> str:
-    """The safe reply for a crisis: acknowledgement, help lines, one safety question."""
+    """The safe reply for a crisis: acknowledgement, help lines, one question back.
+
+    ``asks`` (the screen's): "suicide" closes with the direct question about suicidal
+    thoughts instead of "are you safe right now?" (a warning sign without those words
+    is followed by the next rung of the C-SSRS, not by a question it skips to)."""
     if category is CrisisCategory.NONE:
         raise ValueError("crisis_reply needs a crisis category")
+    close = (
+        _CHECK_INS["ask_directly"]
+        if asks == "suicide" and category is CrisisCategory.SUICIDAL_IDEATION
+        else _CRISIS_FRAMING["close"][category]
+    )
     return " ".join(
         [
             _CRISIS_FRAMING["open"][category].get(language, register),
             *helplines.lines(category, language, register),
-            _CRISIS_FRAMING["close"][category].get(language, register),
+            close.get(language, register),
         ]
     )
 

@@ -13,8 +13,9 @@ import tomllib
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
+from typing import get_args
 
-from coachbus.contracts.payloads import CrisisCategory
+from coachbus.contracts.payloads import CheckInQuestion, CrisisCategory
 from coachbus.normalize import fold_pattern
 from coachbus.safety.prefilter import Pattern, WordIndex, compile_each
 
@@ -59,6 +60,9 @@ class RuleBook:
     # A clause ends here: a negation before it does not reach past it.
     clause_break: re.Pattern[str]
     history: History | None = None
+    # The question a crisis reply asks back, by rule kind, where it is not "are you
+    # safe right now?" (see [asks] in rules.toml: the C-SSRS ladder).
+    asks: dict[str, CheckInQuestion] = field(default_factory=dict, compare=False)
     # Word start -> ids of the gated patterns that need it (see prefilter.first_words):
     # a message's words name the few patterns that can match it, so the hundreds
     # that cannot are skipped without a call each. Built from the fields above.
@@ -164,6 +168,14 @@ def parse_rulebook(text: str) -> RuleBook:
         if told
         else None
     )
+    asks: dict[str, CheckInQuestion] = {}
+    kinds = {r.kind for r in rules}
+    for kind, question in raw.get("asks", {}).items():
+        if kind not in kinds:
+            raise ValueError(f"[asks]: no rule has kind {kind!r}")
+        if question not in get_args(CheckInQuestion):
+            raise ValueError(f"[asks] {kind}: unknown question {question!r}")
+        asks[kind] = question
     return RuleBook(
         rules=rules,
         guards=tuple(guards),
@@ -171,6 +183,7 @@ def parse_rulebook(text: str) -> RuleBook:
         negation=_alternation(raw["negation"]["patterns"]),
         clause_break=_alternation(raw["negation"]["clause_breaks"]),
         history=history,
+        asks=asks,
     )
 
 

@@ -42,7 +42,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 from typing import Literal
 
-from coachbus.contracts.payloads import CrisisCategory, CrisisScreen, Risk
+from coachbus.contracts.payloads import CheckInQuestion, CrisisCategory, CrisisScreen, Risk
 from coachbus.normalize import NormalizedText, normalized
 from coachbus.safety.calibration import CLEAN, UNCERTAIN, Calibration, calibration
 from coachbus.safety.prefilter import Pattern, WordIndex, word_index
@@ -70,6 +70,8 @@ class Finding:
     confidence: float
     matched: tuple[str, ...]
     rule_ids: tuple[str, ...]
+    # The question the crisis reply asks back, where not the category's own.
+    asks: CheckInQuestion | None = None
 
     @property
     def uncertain(self) -> bool:
@@ -87,6 +89,7 @@ class Finding:
             matched=list(self.matched),
             escalated=self.flagged,
             uncertain=self.uncertain,
+            asks=self.asks,
         )
 
 
@@ -167,6 +170,14 @@ def _may_match(pattern: Pattern, live: set[int]) -> bool:
     return pattern.needs is None or id(pattern) in live
 
 
+def _asks(book: RuleBook, kinds: list[str]) -> CheckInQuestion | None:
+    """The question the crisis reply asks back: a rung below the safety question only
+    when every rule of the category that fired asks it ("better off without me, I
+    want to kill myself" told the thoughts already: are you safe?)."""
+    asked = {book.asks.get(k) for k in kinds}
+    return asked.pop() if len(asked) == 1 else None
+
+
 def screen_normalized(text: str, book: RuleBook, cal: Calibration) -> Finding:
     """The screen itself, without the memo, of an already normalised ``text``."""
     index = word_index(text)
@@ -192,6 +203,7 @@ def screen_normalized(text: str, book: RuleBook, cal: Calibration) -> Finding:
     best: Rule | None = None
     matched: list[str] = []
     rule_ids: list[str] = []
+    fired: list[Rule] = []
     cue_hits: list[str] = []
     for rule in (book.rules[i] for i in visit["rule"]):
         hit = None
@@ -212,6 +224,7 @@ def screen_normalized(text: str, book: RuleBook, cal: Calibration) -> Finding:
             continue
         matched.append(hit.group(0))
         rule_ids.append(rule.rule_id)
+        fired.append(rule)
         if best is None or CRISIS_RANK[rule.category] > CRISIS_RANK[best.category]:
             best = rule
     if best is not None:
@@ -221,6 +234,7 @@ def screen_normalized(text: str, book: RuleBook, cal: Calibration) -> Finding:
             confidence=cal.of(best.kind),
             matched=tuple(sorted(set(matched))[:MAX_MATCHED]),
             rule_ids=tuple(rule_ids),
+            asks=_asks(book, [r.kind for r in fired if r.category is best.category]),
         )
     cover = guarded("cue")
     for cue in (book.cues[i] for i in visit["cue"]):
@@ -302,7 +316,10 @@ def merge_screens(first: CrisisScreen, second: CrisisScreen | None) -> CrisisScr
         CRISIS_RANK[first.category],
         first.confidence,
     ):
-        return second.model_copy(update={"matched": matched})
+        # The rules' rung stays: Coach already asked its question with the rules' screen,
+        # and the person's next message answers that one.
+        asks = first.asks if second.category is first.category else second.asks
+        return second.model_copy(update={"matched": matched, "asks": asks})
     return first.model_copy(
         update={
             "confidence": max(first.confidence, second.confidence)

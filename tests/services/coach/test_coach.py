@@ -111,3 +111,21 @@ def test_replies_vary_across_turns() -> None:
         for i in range(12)
     }
     assert len(texts) > 1
+
+
+def test_a_burden_crisis_reply_asks_about_suicidal_thoughts_as_stability_records() -> None:
+    # The C-SSRS ladder: after "better off without me" the reply asks the direct
+    # question, not "are you safe right now?"; Stability's screen of the same turn
+    # carries that rung (Synth renders from it, the state opens that question).
+    from coachbus.contracts.payloads import CrisisCategory
+
+    text = "Honestly everyone would be better off without me."
+    reply = quick_reply(msg(text), None, None)
+    assert reply.crisis_mode and reply.crisis is not None
+    assert reply.crisis.category is CrisisCategory.SUICIDAL_IDEATION
+    assert "thoughts of ending your life?" in reply.text
+    assert "safe right now" not in reply.text
+    assert "988" in reply.text
+    state, frame = assess(None, None, msg(text))
+    assert frame.crisis.asks == "suicide"
+    assert state.open_check_in is not None and state.open_check_in.question == "suicide"

@@ -285,3 +285,74 @@ def test_every_pattern_names_known_families() -> None:
         for group in w.needs:
             assert group <= known, (w.name, group - known)
         assert w.why
+
+
+# --------------------------------------------------------------------------- the ladder
+# A crisis on a warning sign without the words of suicide (a burden, hopelessness) is
+# followed by the direct question about suicidal thoughts; thoughts told in so many
+# words by "are you safe right now?" (content/crisis/rules.toml, [asks]).
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Honestly everyone would be better off without me.",
+        "Ich bin doch nur eine Last für alle.",
+    ],
+)
+def test_a_burden_crisis_asks_the_direct_question(message: str) -> None:
+    chat = Chat()
+    first = chat.say(message)
+    assert is_crisis(first.screen) and first.screen.asks == "suicide"
+    assert chat.state is not None and chat.state.open_check_in is not None
+    assert chat.state.open_check_in.question == "suicide"
+    # "ja" answers the question we asked: thoughts of suicide, at high; the reply to
+    # that asks the next rung, "are you safe right now?".
+    answer = chat.say("ja")
+    assert answer.answered == "affirmed"
+    assert answer.screen.category is CrisisCategory.SUICIDAL_IDEATION
+    assert answer.screen.asks is None
+    assert review_severity(answer.screen) == "high"
+    assert chat.state.open_check_in is not None
+    assert chat.state.open_check_in.question == "safety"
+
+
+def test_thoughts_said_outright_ask_about_safety_even_beside_a_burden() -> None:
+    chat = Chat()
+    first = chat.say("Everyone would be better off without me. I want to kill myself.")
+    assert is_crisis(first.screen) and first.screen.asks is None
+    assert chat.state is not None and chat.state.open_check_in is not None
+    assert chat.state.open_check_in.question == "safety"
+
+
+def test_a_no_to_the_direct_question_after_a_burden_crisis_is_believed() -> None:
+    chat = Chat()
+    chat.say("Honestly everyone would be better off without me.")
+    answer = chat.say("no, not like that. I meant at work, I keep dropping the ball.")
+    assert answer.answered == "denied"
+    assert not is_crisis(answer.screen)
+
+
+@pytest.mark.parametrize(
+    ("answer", "read"),
+    [
+        # A no that shows hopelessness itself is not believed: asked again.
+        ("no. nothing is ever going to change anyway", "unclear"),
+        ("nein. es hat eh alles keinen sinn mehr", "unclear"),
+        # A farewell act in answer to the direct question is a yes.
+        ("I gave my guitar and my books to my sister yesterday.", "affirmed"),
+        # "to answer your question: yes" names itself.
+        ("Um Ihre Frage zu beantworten: ja.", "affirmed"),
+        # An explanation after a comma is one ("Ich meinte, ...").
+        ("Nein. Ich meinte, ich kann nicht mehr in Vollzeit arbeiten.", "denied"),
+        ("nee, wozu noch lernen, die klausur ist eh verkackt. also nicht so gemeint", "denied"),
+    ],
+)
+def test_answers_to_the_direct_question(answer: str, read: str) -> None:
+    assert classify_answer("suicide", answer) == read
+
+
+def test_a_first_disclosure_is_no_yes_to_are_you_safe() -> None:
+    # "Yes. I've never said that out loud before" confirms the thoughts, not safety.
+    assert classify_answer("safety", "Yes. I've never said that out loud before.") == "unsafe"
+    assert classify_answer("safety", "Yes, I'm safe, my sister is here with me.") == "safe"

@@ -90,3 +90,21 @@ def test_an_unknown_placeholder_names_its_place(monkeypatch: pytest.MonkeyPatch)
 
     with pytest.raises(content.ContentError, match=r"after_denial.sie: unknown placeholders"):
         _replies_with(monkeypatch, edit)
+
+
+@pytest.mark.parametrize(("language", "register"), VOICES)
+def test_a_crisis_reply_can_ask_the_direct_question(language: Language, register: Register) -> None:
+    # After a burden or hopelessness message the reply asks about suicidal thoughts,
+    # not "are you safe right now?" (the C-SSRS ladder), with the same help lines.
+    asking = replies.crisis_reply(C.SUICIDAL_IDEATION, language, register, SHIPPED, asks="suicide")
+    default = replies.crisis_reply(C.SUICIDAL_IDEATION, language, register, SHIPPED)
+    for number in SHIPPED.required_numbers(C.SUICIDAL_IDEATION, language):
+        assert number in asking
+    direct = {"en": "thoughts of ending your life", "de": "das Leben zu nehmen"}[language]
+    assert direct in asking and direct not in default
+    assert ("safe right now" in default) if language == "en" else ("gerade sicher" in default)
+    assert "safe right now" not in asking and "gerade sicher" not in asking
+    # Only suicidal ideation has that rung: another crisis keeps its own question.
+    assert replies.crisis_reply(C.SELF_HARM, language, register, SHIPPED, asks="suicide") == (
+        replies.crisis_reply(C.SELF_HARM, language, register, SHIPPED)
+    )

@@ -127,3 +127,37 @@ def test_merging_keeps_a_crisis_and_lets_a_model_settle_an_uncertain_screen() ->
 def test_screens_of_the_raw_and_the_normalised_message_agree() -> None:
     text = "I can’t stop thinking about killing myself"
     assert screen_crisis(NormalizedText.of(text)) == screen_crisis(text)
+
+
+def test_merging_keeps_the_rules_rung_for_the_same_category() -> None:
+    # Coach asked the rules' question at once; a model that agrees on the category
+    # with more confidence must not change what the person's next message answers.
+    from coachbus.contracts.payloads import CrisisCategory, CrisisScreen
+    from coachbus.safety.screen import merge_screens, screen_crisis
+
+    rules = screen_crisis("everyone would be better off without me")
+    assert rules.asks == "suicide"
+    model = CrisisScreen(
+        category=CrisisCategory.SUICIDAL_IDEATION, confidence=0.99, matched=[], escalated=True
+    )
+    assert merge_screens(rules, model).asks == "suicide"
+    # A crisis only the model saw asks the category's own question.
+    assert merge_screens(screen_crisis("what should I cook tonight"), model).asks is None
+
+
+@pytest.mark.parametrize(
+    ("table", "error"),
+    [
+        ('[asks]\nno_such_kind = "suicide"\n', "no rule has kind"),
+        ('[asks]\nburden = "later"\n', "unknown question"),
+    ],
+)
+def test_the_asks_table_is_checked(table: str, error: str) -> None:
+    from importlib import resources
+
+    from coachbus.safety.rulebook import parse_rulebook
+
+    text = resources.files("coachbus.content").joinpath("crisis/rules.toml").read_text("utf-8")
+    text = text.replace("[asks]\n", "[asks_shipped]\n", 1) + "\n" + table
+    with pytest.raises(ValueError, match=error):
+        parse_rulebook(text)
