@@ -472,6 +472,57 @@ async def _snapshot_bytes(client: httpx.AsyncClient, pipe: Pipeline) -> tuple[in
     return seen.index(b"\n\n") + 2, (time.perf_counter() - started) * 1000
 
 
+async def _claims_seen_live(
+    client: httpx.AsyncClient, pipe: Pipeline, items: list[str]
+) -> list[float]:
+    """Another reviewer claims each item; from the request to the claim's ``item``
+    event on a live queue (``/v1/review/events``) followed here, with no page open."""
+    seen: dict[str, float] = {}
+    changed = asyncio.Condition()
+    ready = asyncio.Event()
+
+    async def follow() -> None:
+        url = f"{pipe.url}/v1/review/events"
+        async with client.stream("GET", url, headers=pipe.headers(REVIEWERS[0])) as response:
+            response.raise_for_status()
+            event = None
+            async for line in response.aiter_lines():
+                if line.startswith("event: "):
+                    event = line[7:]
+                elif line.startswith("data: ") and event is not None:
+                    at = time.perf_counter()
+                    ready.set()
+                    data = json.loads(line[6:])
+                    if event == "item" and data["claim"] is not None:
+                        async with changed:
+                            seen.setdefault(data["item_id"], at)
+                            changed.notify_all()
+                    event = None
+
+    reader = asyncio.create_task(follow(), name="bench-claims-seen")
+    out: list[float] = []
+    try:
+        await asyncio.wait_for(ready.wait(), 60)
+        for item_id in items:
+            started = time.perf_counter()
+            claimed = await client.post(
+                f"{pipe.url}/v1/review/{item_id}/claim", headers=pipe.headers(REVIEWERS[1])
+            )
+            claimed.raise_for_status()
+
+            def arrived(item_id: str = item_id) -> bool:
+                return item_id in seen
+
+            async with changed:
+                await asyncio.wait_for(changed.wait_for(arrived), 60)
+            out.append((seen[item_id] - started) * 1000)
+    finally:
+        reader.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await reader
+    return out
+
+
 async def measure_console(
     pipe: Pipeline, counts: list[int], binary: str, idle_s: float
 ) -> dict[str, Any]:
@@ -505,11 +556,15 @@ async def measure_console(
                         f"{pipe.url}/v1/review/{ordered[0]}", headers=pipe.headers(REVIEWERS[0])
                     )
                     detail.raise_for_status()
-                    target = ordered[len(ordered) // 3]
+                    # Claims by another reviewer: three seen by a live queue
+                    # subscriber alone (the server's share), three in the page.
+                    third = len(ordered) // 3
+                    api_claims, page_claims = ordered[third : third + 3], ordered[-4:-1]
+                    event_ms = await _claims_seen_live(client, pipe, api_claims)
 
-                    def claim(target: str = target) -> None:
+                    def claim(item_id: str) -> None:
                         httpx.post(
-                            f"{pipe.url}/v1/review/{target}/claim",
+                            f"{pipe.url}/v1/review/{item_id}/claim",
                             headers=pipe.headers(REVIEWERS[1]),
                             timeout=60,
                         ).raise_for_status()
@@ -521,14 +576,17 @@ async def measure_console(
                         pipe.keys[REVIEWERS[0]],
                         count,
                         open_items=[ordered[0], ordered[len(ordered) // 2], ordered[-1]],
-                        claim=(target, REVIEWERS[1], claim),
+                        claims=page_claims,
+                        claim=claim,
+                        claimant=REVIEWERS[1],
                         idle_s=idle_s,
                     )
-                    released = await client.post(
-                        f"{pipe.url}/v1/review/{target}/release",
-                        headers=pipe.headers(REVIEWERS[1]),
-                    )
-                    released.raise_for_status()
+                    for item_id in api_claims + page_claims:
+                        released = await client.post(
+                            f"{pipe.url}/v1/review/{item_id}/release",
+                            headers=pipe.headers(REVIEWERS[1]),
+                        )
+                        released.raise_for_status()
                     levels.append(
                         {
                             **page,
@@ -537,6 +595,7 @@ async def measure_console(
                             "snapshot_bytes": snapshot_bytes,
                             "snapshot_ms": snapshot_ms,
                             "item_bytes": len(detail.content),
+                            "claims_event_ms": event_ms,
                         }
                     )
     finally:
@@ -601,7 +660,8 @@ _CONSOLE_ROWS: tuple[tuple[str, str, str], ...] = (
     ("main thread while idle (% of a core)", "idle_busy_percent", "{:.1f}"),
     ("item view shown (ms, slowest of 3)", "item_view_ms", "{:.1f}"),
     ("item view painted (ms, slowest of 3)", "item_painted_ms", "{:.1f}"),
-    ("another reviewer's claim shown (ms)", "claim_seen_ms", "{:.0f}"),
+    ("a claim to its live queue event (ms, median of 3)", "claim_event_ms", "{:.0f}"),
+    ("a claim to its row in the page (ms, median of 3)", "claim_shown_ms", "{:.0f}"),
     ("GET /v1/review (ms, server)", "listing_ms", "{:.1f}"),
     ("GET /v1/review (KiB)", "listing_kib", "{:.0f}"),
     ("live queue's snapshot event (KiB)", "snapshot_kib", "{:.0f}"),
@@ -621,6 +681,8 @@ def console_figures(level: dict[str, Any]) -> dict[str, Any]:
         "idle_busy_percent": level["idle_busy_share"] * 100,
         "item_view_ms": max(v["shown_ms"] for v in views),
         "item_painted_ms": max(v["painted_ms"] for v in views),
+        "claim_event_ms": statistics.median(level["claims_event_ms"]),
+        "claim_shown_ms": statistics.median(level["claims_seen_ms"]),
         "listing_kib": level["listing_bytes"] / 1024,
         "snapshot_kib": level["snapshot_bytes"] / 1024,
         "item_kib": level["item_bytes"] / 1024,
@@ -631,7 +693,7 @@ def console_table(result: dict[str, Any]) -> str:
     if result.get("skipped"):
         return f"review console: not measured ({result['skipped']})"
     levels = [console_figures(level) for level in result["levels"]]
-    width = 44
+    width = 52
     head = "".join(f"{level['items']:>10}" for level in levels)
     ratio = len(levels) > 1
     lines = [
