@@ -1,9 +1,15 @@
-"""The human tier measured: two gateway replicas, a review queue, reviewers racing.
+"""The human tier measured: racing reviewers on two gateway replicas, a crisis message
+through the whole pipeline to a reviewer's answer, and the review console over a long
+queue in headless Chromium.
 
-``python -m bench.review --items N`` starts two gateway processes on their own Tansu
-broker (``--bootstrap`` to use a running one; nothing else of the pipeline: the
-escalations are published to ``human-review`` here, as Stability would), and for
-each of ``N`` critical items measures, on the wall clock of this process:
+``python -m bench.review`` (``--only replicas|crisis|console``, repeatable; ``--quick``
+for the test suite) runs three parts; every figure is measured in the run, on this
+process's clock unless said otherwise, and nothing is asserted on timings.
+
+**replicas** (``--items N``): two gateway processes on their own Tansu broker
+(``--bootstrap`` to use a running one; nothing else of the pipeline: the escalations
+are published to ``human-review`` here, as Stability would). For each of ``N``
+critical items:
 
 * **visible**: from the escalation's acknowledgement by the broker to the item
   listed by both replicas;
@@ -17,7 +23,23 @@ each of ``N`` critical items measures, on the wall clock of this process:
   items with the same holders as the first.
 
 Polling the replicas every 20 ms bounds the visible and answer figures from below
-by that much. Every figure is measured in this run; nothing is asserted on timings.
+by that much.
+
+**crisis** (``--runs N``): the whole pipeline (rules tier, no model) on one gateway.
+A fresh person per run posts an explicit suicidal statement and reads the turn's
+event stream from the 202 on; a scripted reviewer follows the live queue
+(``/v1/review/events``, as the console does), claims the item the moment it shows
+(think time zero) and answers with a template. From the POST to the person seeing
+the answer, split into: to the item in the reviewer's live queue, to the claim
+accepted, and from the answer request to the person. The turn's stream closes at the
+final (docs/streaming.md): an answer that comes later is read, as documented, from
+``GET /v1/turns/{id}``, polled every 5 ms (that figure is late by up to that much);
+which way each answer came is counted. One warm-up run is not counted.
+
+**console** (``--queue 50,5000``): on the same pipeline, the queue grown to each size
+in turn (published to ``human-review``, twenty items a person), and the console
+measured in a fresh page at each size (bench/review_console.py has the definitions),
+side by side with the payloads of the listing, the live snapshot and one item.
 """
 
 from __future__ import annotations
