@@ -60,6 +60,7 @@ typecheck: $(STAMP) ## mypy strict
 .PHONY: bench
 bench: $(STAMP) ## benchmarks, printed side by side and written to bench/results (BASE=rev: also POST->final for one user beside that commit)
 	$(PY) -m bench
+	$(PY) -m bench.review --out bench/results/review.json
 	$(if $(BASE),$(PY) -m bench.tail --base $(BASE) --out bench/results/tail.json,)
 
 .PHONY: bench-tail

@@ -1,13 +1,25 @@
 """The human tier's bench (bench.review) runs end to end on a few items and reports
-figures of the expected shape. Timings are never asserted: the machine is shared."""
+figures of the expected shape: racing claims on two replicas, crisis messages through
+the whole pipeline to a scripted reviewer's answer, and the review console over a
+growing queue in headless Chromium. Timings are never asserted: the machine is shared."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
-from bench.review import measure, table
+from bench.review import (
+    console_table,
+    crisis_table,
+    measure,
+    measure_console,
+    measure_crisis,
+    pipeline,
+    table,
+)
+from tests.browser.cdp import find_chromium
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 
@@ -22,3 +34,44 @@ async def test_review_bench_measures_every_figure(kafka_bootstrap: str, tmp_path
     assert result["answer_ms"]["n"] == 3
     assert result["rebuild_s"] > 0
     assert "exactly one winner: 3/3" in table(result)
+
+
+async def test_a_crisis_message_reaches_the_person_through_a_scripted_reviewer(
+    kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    async with pipeline(kafka_bootstrap, tmp_path, persons=1 + 3) as pipe:
+        result = await measure_crisis(pipe, 3)
+    # Every run's answer reached the person, by the open stream or after it closed.
+    assert result["runs"] == result["human_arrived"] == 3
+    assert sum(result["via"].values()) == 3
+    assert set(result["via"]) <= {"stream", "turn"}
+    assert result["think_time_ms"] == 0
+    for key in ("total_ms", "listed_ms", "claim_ms", "delivered_ms", "final_ms"):
+        assert result[key]["n"] == 3, key
+    assert "answer reached the person" in crisis_table(result)
+
+
+async def test_the_console_draws_every_open_item_of_a_growing_queue(
+    kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    binary = find_chromium()
+    if binary is None:
+        reason = "no chromium on PATH (Debian: apt-get install chromium)"
+        if os.environ.get("CI"):
+            pytest.fail(f"{reason}; CI must install it", pytrace=False)
+        pytest.skip(reason)
+    async with pipeline(kafka_bootstrap, tmp_path, persons=0) as pipe:
+        result = await measure_console(pipe, [10, 100], binary, idle_s=0.5)
+    levels = result["levels"]
+    assert [level["items"] for level in levels] == [10, 100]
+    for level in levels:
+        assert level["rows"] == level["items"]
+        assert level["count_shown"] == str(level["items"])
+        assert level["queue_renders_at_load"] >= 1
+        assert len(level["item_views"]) == 3
+        assert len(level["claims_seen_ms"]) == len(level["claims_event_ms"]) == 3
+        assert level["problems"] == []
+        assert level["snapshot_bytes"] > 0 and level["listing_bytes"] > 0
+    # The larger queue's listing holds ten times the items.
+    assert levels[1]["listing_bytes"] > 5 * levels[0]["listing_bytes"]
+    assert "ratio" in console_table(result)

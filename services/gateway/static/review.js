@@ -148,11 +148,11 @@ async function follow() {
       const response = await api("/v1/review/events", { signal: controller.signal });
       live.dataset.state = "on";
       await readEvents(response, (event, data) => {
-        if (event === "snapshot") applySnapshot(data);
+        if (event === "snapshot") applySnapshot(data); // draws the queue itself
         else if (event === "item") state.items.set(data.item_id, data);
         else if (event === "gone") state.items.delete(data.item_id);
         else return;
-        renderQueue();
+        if (event !== "snapshot") renderQueue();
         if (state.selected && (event !== "item" || data.item_id === state.selected)) {
           refreshItem();
         }
@@ -171,52 +171,84 @@ async function follow() {
 }
 
 function ordered() {
-  return [...state.items.values()].sort(
-    (a, b) =>
-      RANK[b.severity] - RANK[a.severity] || Date.parse(a.created_at) - Date.parse(b.created_at),
+  // Each item's sort key once, not once per comparison: a queue can hold thousands.
+  return [...state.items.values()]
+    .map((item) => [RANK[item.severity], Date.parse(item.created_at), item])
+    .sort((a, b) => b[0] - a[0] || a[1] - b[1])
+    .map(([, , item]) => item);
+}
+
+// The rows drawn, by item id, each with what it shows (but its age, which tick()
+// counts up): an event redraws only the rows whose item changed and moves only the
+// rows out of place, so one claim in a queue of thousands costs one row, not all.
+const rows = new Map();
+
+function rowView(item) {
+  const claim = holder(item);
+  const who = claim
+    ? claim.reviewer_id === state.you
+      ? "claimed by you"
+      : `claimed by ${claim.reviewer_id}`
+    : "waiting";
+  return { claimed: claim ? claim.reviewer_id : "", who };
+}
+
+function queueRow(item, view) {
+  const li = el(
+    "li",
+    {
+      cls: "queue-item",
+      attrs: {
+        "data-item": item.item_id,
+        "data-severity": item.severity,
+        "data-claimed": view.claimed,
+        tabindex: "0",
+        role: "button",
+      },
+    },
+    el(
+      "div",
+      { cls: "queue-top" },
+      el("span", { cls: `sev sev-${item.severity}`, text: item.severity }),
+      el("span", { cls: "age", text: ago(item.created_at), attrs: { "data-since": item.created_at } }),
+    ),
+    el("p", { cls: "excerpt", text: item.excerpt }),
+    el("p", { cls: "queue-claim", text: view.who }),
   );
+  li.addEventListener("click", () => select(item.item_id));
+  li.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" || e.key === " ") select(item.item_id);
+  });
+  return li;
 }
 
 function renderQueue() {
   const list = $("queue");
   const items = ordered();
-  list.replaceChildren(
-    ...items.map((item) => {
-      const claim = holder(item);
-      const who = claim
-        ? claim.reviewer_id === state.you
-          ? "claimed by you"
-          : `claimed by ${claim.reviewer_id}`
-        : "waiting";
-      const li = el(
-        "li",
-        {
-          cls: "queue-item",
-          attrs: {
-            "data-item": item.item_id,
-            "data-severity": item.severity,
-            "data-claimed": claim ? claim.reviewer_id : "",
-            tabindex: "0",
-            role: "button",
-          },
-        },
-        el(
-          "div",
-          { cls: "queue-top" },
-          el("span", { cls: `sev sev-${item.severity}`, text: item.severity }),
-          el("span", { cls: "age", text: ago(item.created_at), attrs: { "data-since": item.created_at } }),
-        ),
-        el("p", { cls: "excerpt", text: item.excerpt }),
-        el("p", { cls: "queue-claim", text: who }),
-      );
-      if (item.item_id === state.selected) li.classList.add("selected");
-      li.addEventListener("click", () => select(item.item_id));
-      li.addEventListener("keydown", (e) => {
-        if (e.key === "Enter" || e.key === " ") select(item.item_id);
-      });
-      return li;
-    }),
-  );
+  const wanted = items.map((item) => {
+    const view = rowView(item);
+    const shows = JSON.stringify([item.severity, item.created_at, item.excerpt, view.claimed, view.who]);
+    let row = rows.get(item.item_id);
+    if (!row || row.shows !== shows) {
+      const li = queueRow(item, view);
+      if (row) row.li.replaceWith(li);
+      row = { li, shows };
+      rows.set(item.item_id, row);
+    }
+    row.li.classList.toggle("selected", item.item_id === state.selected);
+    return row.li;
+  });
+  for (const [itemId, row] of rows) {
+    if (!state.items.has(itemId)) {
+      row.li.remove();
+      rows.delete(itemId);
+    }
+  }
+  let next = list.firstElementChild;
+  for (const li of wanted) {
+    if (li === next) next = next.nextElementSibling;
+    else list.insertBefore(li, next);
+  }
   $("queue-count").textContent = String(items.length);
   $("queue-empty").hidden = items.length > 0;
   if (state.selected && !state.items.has(state.selected)) {
@@ -238,10 +270,9 @@ function tick() {
 // ------------------------------------------------------------------ one item
 
 async function select(itemId) {
+  rows.get(state.selected)?.li.classList.remove("selected");
   state.selected = itemId;
-  for (const li of $("queue").children) {
-    li.classList.toggle("selected", li.dataset.item === itemId);
-  }
+  rows.get(itemId)?.li.classList.add("selected");
   await refreshItem(true);
 }
 
