@@ -4,6 +4,7 @@
 
 import asyncio
 import contextlib
+import json
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from http import HTTPStatus
@@ -36,6 +37,9 @@ Publish = Callable[[UserMessage | EraseRequest], Awaitable[None]]
 SessionId = Annotated[str, Path(pattern=r"^[A-Za-z0-9._:-]{1,128}$")]
 TurnId = Annotated[str, Path(pattern=r"^[A-Za-z0-9._:-]{1,128}$")]
 SSE_HEARTBEAT_S = 15.0
+# After the final, how long a turn's stream waits to learn whether the turn went to a
+# human (Stability's result and the review item can arrive just after the final).
+HOLD_DECIDE_S = 3.0
 # Sessions whose last language this gateway remembers (the oldest go first).
 SESSION_LANGUAGES_KEPT = 10_000
 
@@ -125,6 +129,9 @@ def create_api(
     )
     limits = RateLimits(settings.rate_limit_per_minute)
     streams = StreamSlots(settings.max_streams_per_user)
+    # The newest event stream each person opened (see turn_events' hold); bounded by
+    # the keys, like the rate limits.
+    holds: dict[str, int] = {}
     # The language each session's last message was decided in: what this gateway
     # knows of the conversation, so a short "Okay." keeps it (UserMessage.create).
     session_languages: OrderedDict[tuple[str, str], Language] = OrderedDict()
@@ -207,7 +214,10 @@ def create_api(
 
     @api.get("/v1/turns/{turn_id}/events")
     async def turn_events(turn_id: TurnId, caller: Caller) -> StreamingResponse:
-        """The turn's events as server-sent events, from its first; closes after ``final``.
+        """The turn's events as server-sent events, from its first; closes after ``final``,
+        except on a turn that went to a human: then it stays open for the reviewer's
+        ``human`` answer and closes after it (or when the item is closed, a newer
+        stream of the same person opens, or COACHBUS_REVIEW_STREAM_HOLD_S passes).
 
         ``coach`` (the Coach's reply at once; ``coach_delta`` pieces of it before,
         when a model writes it), ``agent`` (one per agent's result), ``final_delta``
@@ -220,6 +230,10 @@ def create_api(
         view = store.get(turn_id, caller.user_id)
         if view is None:
             raise HTTPException(404, "no such turn")
+        # A newer stream of the same person ends the hold of an older one (below): one
+        # held stream per person, however many turns went to a human.
+        generation = holds.get(caller.user_id, 0) + 1
+        holds[caller.user_id] = generation
         # Give up a little after Synth's own deadline: a final always comes by then
         # unless the pipeline is down, and the client should not hang forever.
         give_up_s = settings.turn_deadline_ms / 1000 * 3 + 30
@@ -231,35 +245,90 @@ def create_api(
             )
         user_id = caller.user_id
 
+        slot = [True]  # the stream still counts against the person's open streams
+
         async def stream() -> AsyncIterator[bytes]:
             try:
                 async for piece in _events():
                     yield piece
             finally:
-                streams.release(user_id)
+                if slot[0]:
+                    streams.release(user_id)
 
         async def _events() -> AsyncIterator[bytes]:
             sent = 0
             loop = asyncio.get_running_loop()
             end = loop.time() + give_up_s
+            # After the final: None, or when to stop waiting for a reviewer's answer.
+            final_at: float | None = None
+            held = False
+            answered = False
             while True:
+                wait = min(SSE_HEARTBEAT_S, end - loop.time())
+                if final_at is not None and not held:
+                    wait = min(wait, 0.1)  # deciding whether to hold: look again soon
                 async with view.changed:
                     if sent == len(view.events):
                         with contextlib.suppress(TimeoutError):
-                            await asyncio.wait_for(
-                                view.changed.wait(), min(SSE_HEARTBEAT_S, end - loop.time())
-                            )
+                            await asyncio.wait_for(view.changed.wait(), max(0.0, wait))
                     pending = view.events[sent:]
                 sent += len(pending)
                 for event, data in pending:
                     yield f"event: {event}\ndata: {data}\n\n".encode()
+                    if event == "human":
+                        answered = True
+                        if final_at is not None:
+                            return  # the reviewer's answer is what the hold was for
                     if event == "final":
+                        final_at = loop.time()
+                if final_at is not None:
+                    if answered or review.stream_hold_s <= 0:
                         return
+                    if not held:
+                        going = _to_a_human(turn_id)
+                        if going is False or (
+                            going is None and loop.time() - final_at >= HOLD_DECIDE_S
+                        ):
+                            return
+                        if going:
+                            # Held for the reviewer's answer: the person's chat shows it
+                            # the moment it is sent. A held stream no longer counts
+                            # against the person's open streams (there is one at most).
+                            held = True
+                            end = loop.time() + review.stream_hold_s
+                            streams.release(user_id)
+                            slot[0] = False
+                    if held and (holds.get(user_id) != generation or _closed(turn_id)):
+                        return
+                    if held and loop.time() >= end:
+                        return
+                    if held and not pending:
+                        yield b": keep-alive\n\n"
+                    continue
                 if loop.time() >= end:
                     yield b'event: timeout\ndata: {"detail": "no final reply in time"}\n\n'
                     return
                 if not pending:
                     yield b": keep-alive\n\n"
+
+        def _to_a_human(item_id: str) -> bool | None:
+            """Whether the turn went to a human: its review item is known and open, or
+            Stability's result says it escalated; None while neither has arrived (the
+            final can overtake both)."""
+            request, state = review_desk.item(item_id)
+            if state is not None and state.closed is not None:
+                return False
+            if request is not None:
+                return True
+            stability = view.agents.get("stability")
+            if stability is None:
+                return None
+            crisis = (json.loads(stability).get("payload") or {}).get("crisis") or {}
+            return bool(crisis.get("escalated"))
+
+        def _closed(item_id: str) -> bool:
+            _, state = review_desk.item(item_id)
+            return state is not None and state.closed is not None
 
         return StreamingResponse(
             stream(),

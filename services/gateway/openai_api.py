@@ -22,6 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from coachbus.contracts import EraseRequest, Reply, UserMessage
 from coachbus.contracts.events import language_and_address
 from coachbus.settings import CoachbusSettings
+from coachbus.text import Phrase
+from services.gateway import review_content
 from services.gateway.auth import KeyRing, Principal, RateLimits, StreamSlots
 from services.gateway.ingress import fits_the_bus
 from services.gateway.turns import TurnStore
@@ -73,8 +75,29 @@ def create_openai_router(
     publish: Callable[[UserMessage | EraseRequest], Awaitable[None]],
     limits: RateLimits,
     streams: StreamSlots | None = None,
+    relayed: Phrase | None = None,
 ) -> APIRouter:
     router = APIRouter()
+    intro = relayed or review_content.shipped().relayed
+
+    def relay(user_id: str, session_id: str, messages: list[ChatMessage], msg: UserMessage) -> str:
+        """Reviewers' answers in this session the client has not shown yet, each after
+        the line that says a person wrote it. A completion cannot be pushed to later,
+        so an answer that came after a completion ended opens the next one; what the
+        client already shows is in the request's own transcript (the assistant
+        messages), so any replica knows without keeping state, and nothing is relayed
+        twice."""
+        shown = "\n".join(m.text() for m in messages if m.role == "assistant")
+        answers = [
+            h.text
+            for view in reversed(store.turns_of(user_id))  # oldest first
+            if view.session_id == session_id
+            for h in view.human
+            if h.text not in shown
+        ]
+        line = intro.get(msg.language, msg.address or "formal")
+        return "".join(f"{line}\n\n{text}{SEPARATOR}" for text in answers)
+
     wait_s = settings.turn_deadline_ms / 1000 * 2 + 10
 
     def caller(authorization: str | None) -> Principal | None:
@@ -103,7 +126,10 @@ def create_openai_router(
         the Coach's reply, then ``\\n\\n---\\n\\n``, then the synthesis sentence by
         sentence as Synth writes it and, with the final, only what the sentences
         did not show (never repeated); ``finish_reason`` ``stop``, or ``length``
-        when no final came in time. See docs/streaming.md.
+        when no final came in time. A reviewer's answer in the session that the
+        request's transcript does not show yet opens the content, introduced as a
+        person's (a completion cannot be pushed to later; ``X-Coachbus-Turn-Id``
+        and ``GET /v1/turns/{id}`` have it at once). See docs/streaming.md.
         """
         principal = caller(authorization)
         if principal is None:
@@ -190,6 +216,7 @@ def create_openai_router(
             if slots_held is not None:
                 slots_held.release(principal.user_id)
             raise
+        relayed_text = relay(principal.user_id, message.session_id, body.messages, message)
         completion_id = f"chatcmpl-{message.turn_id}"
         created = int(time.time())
 
@@ -208,7 +235,10 @@ def create_openai_router(
                     "choices": [
                         {
                             "index": 0,
-                            "message": {"role": "assistant", "content": final.text},
+                            "message": {
+                                "role": "assistant",
+                                "content": relayed_text + final.text,
+                            },
                             "finish_reason": "stop",
                         }
                     ],
@@ -248,6 +278,8 @@ def create_openai_router(
             # the final is not shown yet. A client only ever appends, so the
             # synthesis is never sent twice.
             yield chunk({"role": "assistant", "content": ""})
+            if relayed_text:
+                yield chunk({"content": relayed_text})
             loop = asyncio.get_running_loop()
             end = loop.time() + wait_s
             sent, coach_shown, synthesis = 0, False, ""

@@ -42,6 +42,9 @@ class Template:
 class ReviewContent:
     outcomes: dict[str, Outcome]
     templates: dict[str, Template]
+    # What introduces a reviewer's answer where it can only be shown inside the next
+    # reply (the OpenAI-compatible endpoint has no channel of its own for it).
+    relayed: Phrase
 
     @property
     def answered_outcome(self) -> str:
@@ -68,7 +71,7 @@ def _id(doc: C.Doc, key: str, at: str) -> str:
 
 
 def parse(doc: C.Doc) -> ReviewContent:
-    C.only(doc, doc.raw, ("outcomes", "templates"), "")
+    C.only(doc, doc.raw, ("outcomes", "templates", "relayed"), "")
     outcomes: dict[str, Outcome] = {}
     for key, raw in C.table(doc, doc.raw.get("outcomes"), "outcomes").items():
         at = C.join("outcomes", key)
@@ -92,7 +95,8 @@ def parse(doc: C.Doc) -> ReviewContent:
         entry = dict(C.table(doc, raw, at))
         label = C.text(doc, entry.pop("label", None), C.join(at, "label"))
         templates[_id(doc, key, at)] = Template(id=key, label=label, text=phrase(doc, entry, at))
-    return ReviewContent(outcomes=outcomes, templates=templates)
+    relayed = phrase(doc, dict(C.table(doc, doc.raw.get("relayed"), "relayed")), "relayed")
+    return ReviewContent(outcomes=outcomes, templates=templates, relayed=relayed)
 
 
 @cache

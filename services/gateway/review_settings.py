@@ -33,6 +33,10 @@ class ReviewSettings(BaseSettings):
     confirm_timeout_s: float = Field(default=10.0, gt=0.0, le=120.0)
     # The person's recent turns of the item's session a reviewer sees.
     session_turns: int = Field(default=10, ge=1, le=100)
+    # After the final of a turn that went to a human, the turn's event stream stays
+    # open this long for the reviewer's answer, so the chat the person has open shows
+    # it at once (0: it closes at the final, and a client polls the turn instead).
+    stream_hold_s: float = Field(default=900.0, ge=0.0, le=86_400.0)
     # Called for every new high or critical item with its id, severity and age only.
     webhook_url: AnyHttpUrl | None = None
     # Signs each call (HMAC-SHA256 of the body, header X-Coachbus-Signature).

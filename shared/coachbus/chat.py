@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any, TextIO
@@ -50,12 +51,19 @@ def one_turn(
     final: dict[str, Any] | None = None
     interactive = out.isatty()
     streamed = ""  # the synthesis shown so far, from its final_delta pieces
+    to_a_human = answered = False
     with client.stream("GET", f"{url}/v1/turns/{turn_id}/events", headers=headers) as stream:
         for event, data in _events(stream):
             if event == "coach":
                 out.write(f"\ncoach › {data['text']}\n")
             elif event == "agent":
                 done[data["agent"]] = data.get("latency_ms", 0.0)
+                crisis = (data.get("payload") or {}).get("crisis") or {}
+                if data["agent"] == "stability" and crisis.get("escalated"):
+                    to_a_human = True
+            elif event == "human":
+                out.write(f"\nhuman › {data['text']}\n")
+                answered = True
                 if interactive and not streamed:
                     out.write(_progress(done, started))
                     out.flush()
@@ -93,8 +101,61 @@ def one_turn(
     else:
         out.write(f"\ncoachbus › {final['text']}{note}\n")
     out.write(f"  [{time.monotonic() - started:.1f}s, {len(done)} agents]\n\n")
+    if to_a_human and not answered:
+        out.write("  (a human coach has been asked to read this and may reply here)\n\n")
+        threading.Thread(
+            target=watch_for_human,
+            args=(url, headers, turn_id, out),
+            name=f"human-{turn_id}",
+            daemon=True,
+        ).start()
     out.flush()
     return final
+
+
+# How long the terminal waits for a reviewer's answer to a turn, and how often it asks
+# for the turn when its stream has ended without one.
+HUMAN_WAIT_S = 900.0
+HUMAN_POLL_S = 5.0
+
+
+def watch_for_human(
+    url: str,
+    headers: dict[str, str],
+    turn_id: str,
+    out: TextIO,
+    *,
+    wait_s: float = HUMAN_WAIT_S,
+    poll_s: float = HUMAN_POLL_S,
+    transport: httpx.BaseTransport | None = None,
+) -> str | None:
+    """Show a reviewer's answer to ``turn_id`` the moment it comes: the gateway holds
+    the turn's stream open for it; if the stream ends first (a newer turn's stream
+    took the hold, a proxy cut it), the turn is asked for until ``wait_s`` passes."""
+    give_up = time.monotonic() + wait_s
+    with httpx.Client(timeout=httpx.Timeout(10.0, read=wait_s), transport=transport) as client:
+        try:
+            with client.stream(
+                "GET", f"{url}/v1/turns/{turn_id}/events", headers=headers
+            ) as stream:
+                for event, data in _events(stream):
+                    if event == "human":
+                        out.write(f"\nhuman › {data['text']}\n")
+                        out.flush()
+                        return str(data["text"])
+        except httpx.HTTPError:
+            pass  # asked for below
+        while time.monotonic() < give_up:
+            time.sleep(poll_s)
+            try:
+                snapshot = client.get(f"{url}/v1/turns/{turn_id}", headers=headers).json()
+            except (httpx.HTTPError, ValueError):
+                continue
+            for reply in snapshot.get("human") or []:
+                out.write(f"\nhuman › {reply['text']}\n")
+                out.flush()
+                return str(reply["text"])
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:

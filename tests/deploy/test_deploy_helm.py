@@ -557,6 +557,7 @@ REVIEW_FIELDS = {
     ("console",): "console",
     ("claimTtlSeconds",): "claim_ttl_s",
     ("alertAfterSeconds",): "alert_after_s",
+    ("streamHoldSeconds",): "stream_hold_s",
     ("webhook", "attempts"): "webhook_attempts",
     ("webhook", "timeoutSeconds"): "webhook_timeout_s",
     ("webhook", "backoffSeconds"): "webhook_backoff_s",
@@ -613,6 +614,7 @@ def test_review_defaults_render_no_webhook(chart: Any) -> None:
         "COACHBUS_REVIEW_CONSOLE": "public",
         "COACHBUS_REVIEW_CLAIM_TTL_S": "600",
         "COACHBUS_REVIEW_ALERT_AFTER_S": "300",
+        "COACHBUS_REVIEW_STREAM_HOLD_S": "900",
     }
     # The gateway's settings stay out of the other services' env.
     for name in CONSUMERS:
@@ -672,6 +674,7 @@ def test_review_webhook_renders_its_env_with_the_secret_by_reference(chart: Any)
         "COACHBUS_REVIEW_CONSOLE": "public",
         "COACHBUS_REVIEW_CLAIM_TTL_S": "600",
         "COACHBUS_REVIEW_ALERT_AFTER_S": "300",
+        "COACHBUS_REVIEW_STREAM_HOLD_S": "900",
         "COACHBUS_REVIEW_WEBHOOK_URL": "https://hooks.example/coachbus",
         "COACHBUS_REVIEW_WEBHOOK_SECRET": {
             "secretKeyRef": {"name": WEBHOOK_SECRET, "key": "COACHBUS_REVIEW_WEBHOOK_SECRET"}

@@ -224,6 +224,8 @@ a missing key stops the pod instead of letting the gateway sign nothing.
 # Exported as coachbus_review_wait_limit_seconds: CoachbusReviewWaiting's limit.
 - name: COACHBUS_REVIEW_ALERT_AFTER_S
   value: {{ include "coachbus.number" $r.alertAfterSeconds | quote }}
+- name: COACHBUS_REVIEW_STREAM_HOLD_S
+  value: {{ include "coachbus.number" $r.streamHoldSeconds | quote }}
 {{- with $r.webhook }}
 {{- if .url }}
 - name: COACHBUS_REVIEW_WEBHOOK_URL

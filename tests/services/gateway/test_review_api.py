@@ -20,7 +20,7 @@ from fastapi.testclient import TestClient
 from pydantic import SecretStr
 
 from coachbus.contracts import HumanReviewRequest, Reply, StabilityResult, new_turn_id, utcnow
-from coachbus.contracts.payloads import CrisisCategory, CrisisScreen, StabilityPayload
+from coachbus.contracts.payloads import AGENTS, CrisisCategory, CrisisScreen, StabilityPayload
 from coachbus.embedded.broker import free_port
 from coachbus.metrics import REVIEW_OLDEST_AGE, REVIEW_PENDING
 from coachbus.safety.helplines import Helplines
@@ -497,3 +497,85 @@ def test_the_console_is_served_where_the_setting_says() -> None:
     assert internal.get("/review").status_code == 404
     # The reviewer API stays: a deployment without the page still answers people.
     assert public.get("/v1/review", headers=auth("carol")).status_code == 200
+
+
+async def _follow(client: httpx.AsyncClient, turn_id: str, seen: list[str]) -> None:
+    """The person's stream of a turn, event names in order, until it closes."""
+    async with client.stream("GET", f"/v1/turns/{turn_id}/events", headers=auth("bob")) as s:
+        async for line in s.aiter_lines():
+            if line.startswith("event: "):
+                seen.append(line[7:])
+
+
+async def test_the_persons_open_stream_carries_the_reviewers_answer(served: Served) -> None:
+    # A turn that went to a human: its stream does not close at the final, so the chat
+    # the person has open shows the reviewer's answer the moment it is sent.
+    said = msg("I can't go on.", user="bob")
+    item = request(said.text, turn=said.turn_id)
+    served.store.open(said.turn_id, "bob", said.session_id, sent=True)
+    served.store.add_message(said)
+    await served.desk.add_request(item, live=True)
+    seen: list[str] = []
+    async with httpx.AsyncClient(base_url=served.url, timeout=10) as client:
+        following = asyncio.create_task(_follow(client, said.turn_id, seen))
+        final = Reply(
+            turn_id=said.turn_id,
+            session_id=said.session_id,
+            user_id="bob",
+            kind="final",
+            text="crisis reply",
+            degraded=True,
+            missing_agents=list(AGENTS),  # released at once: no result to wait for
+        )
+        await served.store.add_reply(final)
+        for _ in range(100):
+            if "final" in seen:
+                break
+            await asyncio.sleep(0.02)
+        await asyncio.sleep(0.3)
+        assert seen[-1] == "final" and not following.done()  # held for the answer
+        url = f"/v1/review/{item.turn_id}"
+        assert (await client.post(f"{url}/claim", headers=auth("carol"))).status_code == 200
+        sent = await client.post(f"{url}/answer", json={"text": "hi"}, headers=auth("carol"))
+        assert sent.status_code == 202, sent.text
+        ((reply, _),) = served.log.replies
+        await served.store.add_reply(reply)  # as the replies topic brings it back
+        await asyncio.wait_for(following, 5)
+    assert seen == ["final", "human"]
+
+
+async def test_a_turn_no_human_saw_closes_at_the_final(served: Served) -> None:
+    said = msg("I want to run 5k by June.", user="bob")
+    served.store.open(said.turn_id, "bob", said.session_id, sent=True)
+    result = StabilityResult(
+        turn_id=said.turn_id,
+        session_id=said.session_id,
+        user_id="bob",
+        tier="deterministic",
+        latency_ms=1.0,
+        payload=StabilityPayload(
+            risks=[],
+            blocked_steps=[],
+            overall="low",
+            crisis=CrisisScreen(
+                category=CrisisCategory.NONE, confidence=0.9, matched=[], escalated=False
+            ),
+        ),
+    )
+    await served.store.add_result(result)
+    seen: list[str] = []
+    async with httpx.AsyncClient(base_url=served.url, timeout=10) as client:
+        following = asyncio.create_task(_follow(client, said.turn_id, seen))
+        await served.store.add_reply(
+            Reply(
+                turn_id=said.turn_id,
+                session_id=said.session_id,
+                user_id="bob",
+                kind="final",
+                text="plan",
+                degraded=True,
+                missing_agents=[a for a in AGENTS if a != "stability"],
+            )
+        )
+        await asyncio.wait_for(following, 2)  # well before the decision window ends
+    assert seen == ["agent", "final"]
