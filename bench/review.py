@@ -343,9 +343,10 @@ class LiveQueue:
 async def _person_sees_human(
     pipe: Pipeline, client: httpx.AsyncClient, user: str, turn_id: str
 ) -> dict[str, Any]:
-    """The person's side: the turn's event stream, open from the 202 on, and once it
-    closes at ``final`` (docs/streaming.md) ``GET /v1/turns/{id}`` every 20 ms until a
-    ``human`` reply is there. When the answer was first seen, and by which way."""
+    """The person's side: the turn's event stream, open from the 202 on (a turn that
+    went to a human keeps it open past ``final`` for the answer, docs/streaming.md);
+    should it close without one, ``GET /v1/turns/{id}`` every 20 ms until a ``human``
+    reply is there. When the answer was first seen, and by which way."""
     seen: dict[str, float] = {}
     url = f"{pipe.url}/v1/turns/{turn_id}"
     async with client.stream("GET", f"{url}/events", headers=pipe.headers(user)) as response:

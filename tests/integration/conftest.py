@@ -68,8 +68,11 @@ async def events(
     timeout: float = 60,
     until: Callable[[str, dict[str, Any]], bool] | None = None,
 ) -> list[tuple[str, dict[str, Any]]]:
-    """Read the turn's server-sent events until the stream closes, or up to the first
-    event for which ``until(name, data)`` holds."""
+    """Read the turn's server-sent events up to the first event for which
+    ``until(name, data)`` holds; by default up to the ``final`` (a turn that went to a
+    human keeps its stream open after it for the reviewer's answer)."""
+    if until is None:
+        until = _the_final
     out: list[tuple[str, dict[str, Any]]] = []
     async with client.stream(
         "GET", f"{rs.url}/v1/turns/{turn_id}/events", headers=rs.headers(user), timeout=timeout
@@ -81,10 +84,14 @@ async def events(
                 event = line[7:]
             elif line.startswith("data: ") and event:
                 out.append((event, json.loads(line[6:])))
-                if until is not None and until(*out[-1]):
+                if until(*out[-1]):
                     break
                 event = None
     return out
+
+
+def _the_final(name: str, _data: dict[str, Any]) -> bool:
+    return name in ("final", "timeout")
 
 
 async def until_whole(rs: RunningStack, user: str = "alice", timeout: float = 90) -> None:

@@ -118,6 +118,7 @@ async def play(
                     out["deltas"].append(data)
                 elif event == "final":
                     out["final"] = data
+                    break  # a turn that went to a human stays open for its answer
                 event = None
     if "coach" not in out:
         # The events stream ends with the final; a coach reply written by a slow model

@@ -138,6 +138,8 @@ async def _turn(
                 events.append((event, json.loads(line[6:])))
                 if arrivals is not None:
                     arrivals.setdefault(event, time.perf_counter() - sent)
+                if event in ("final", "timeout"):
+                    break  # a turn that went to a human stays open for its answer
                 event = None
     return turn_id, events
 
