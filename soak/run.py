@@ -72,6 +72,8 @@ class SoakConfig:
     max_turns_per_user: int = 2_000
     llm: str = "none"  # none | sim
     bootstrap: str | None = None  # None: the stack's own embedded broker
+    # Partitions per topic (see --partitions).
+    partitions: int = 6
     deadline_ms: int = 15_000
     sample_s: float = 2.0
     log_dir: Path | None = None
@@ -84,6 +86,8 @@ class SoakConfig:
             raise ValueError(f"the run must last 1 s .. {MAX_MINUTES} min")
         if self.llm not in ("none", "sim"):
             raise ValueError("llm is none or sim")
+        if not 1 <= self.partitions <= 256:
+            raise ValueError("partitions must be within 1..256")
 
 
 @dataclass
@@ -414,7 +418,7 @@ async def run_soak(config: SoakConfig) -> SoakReport:
     log_dir = config.log_dir or Path(tempfile.mkdtemp(prefix="coachbus-soak-"))
     env = {
         "COACHBUS_TOPIC_PREFIX": prefix,
-        "COACHBUS_PARTITIONS": "6",
+        "COACHBUS_PARTITIONS": str(config.partitions),
         "COACHBUS_API_KEYS": ",".join(f"{u}:{k}" for u, k in keys.items()),
         "COACHBUS_TURN_DEADLINE_MS": str(config.deadline_ms),
         # The soak measures the pipeline, not the per-key limit in front of it.
@@ -495,6 +499,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--minutes", type=float, default=5.0, help="how long to drive")
     parser.add_argument("--think-ms", type=float, default=500.0, help="pause between turns")
     parser.add_argument("--llm", choices=["none", "sim"], default="none")
+    parser.add_argument(
+        "--partitions",
+        type=int,
+        default=6,
+        help="partitions per topic (the embedded broker's cost per request grows with a "
+        "partition's length: more partitions, slower growth)",
+    )
     parser.add_argument("--bootstrap", default=None, help="an external broker (default: embedded)")
     parser.add_argument("--results", default=str(RESULTS), help="where the JSON report goes")
     parser.add_argument("--log-dir", default=None, help="service logs (default: a temp dir)")
@@ -506,6 +517,7 @@ def main(argv: list[str] | None = None) -> int:
             think_s=args.think_ms / 1000,
             llm=args.llm,
             bootstrap=args.bootstrap,
+            partitions=args.partitions,
             results_dir=Path(args.results),
             log_dir=Path(args.log_dir) if args.log_dir else None,
         )

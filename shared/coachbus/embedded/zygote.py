@@ -78,8 +78,12 @@ def _child(request: dict[str, Any], fds: list[int]) -> None:
         for fd in fds:
             with contextlib.suppress(OSError):
                 os.close(fd)
-        for sig in (signal.SIGCHLD, signal.SIGINT, signal.SIGTERM, signal.SIGPIPE):
+        for sig in (signal.SIGCHLD, signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, signal.SIG_DFL)
+        # As `python -m` starts: SIGPIPE ignored, so a write to a socket the peer
+        # closed raises BrokenPipeError in the one request instead of killing the
+        # service (a gateway writing a keep-alive to a client that went away).
+        signal.signal(signal.SIGPIPE, signal.SIG_IGN)
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])

@@ -24,6 +24,8 @@ print("args", sys.argv[1:])
 print("env", os.environ.get("ZYGOTE_TEST"))
 print("cwd", os.getcwd())
 print("session", os.getsid(0) == os.getpid())
+import signal
+print("sigpipe", signal.getsignal(signal.SIGPIPE) == signal.SIG_IGN)
 sys.stdout.flush()
 if sys.argv[1] == "sleep":
     time.sleep(60)
@@ -80,6 +82,9 @@ async def test_a_child_is_python_dash_m_with_its_own_env_cwd_and_log(
     assert "env from-the-request" in text
     assert f"cwd {child_module}" in text
     assert "session True" in text  # a Ctrl-C in the terminal is not the child's
+    # SIGPIPE ignored, as in `python -m`: a closed client socket is an error in one
+    # request, never the death of the service.
+    assert "sigpipe True" in text
     with pytest.raises(ProcessLookupError):
         proc.send_signal(signal.SIGTERM)  # reaped: its pid is not ours to signal
 
