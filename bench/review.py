@@ -113,6 +113,19 @@ async def _until(test: Any, timeout: float = 30.0) -> None:
         await asyncio.sleep(POLL_S)
 
 
+def stack_env(prefix: str, keys: dict[str, str]) -> dict[str, str]:
+    """A bench stack's settings: its own topics, the reviewers' role on their keys,
+    and no per-key rate limit (the bench measures the tier, not the limit)."""
+    return {
+        "COACHBUS_TOPIC_PREFIX": prefix,
+        "COACHBUS_PARTITIONS": "3",
+        "COACHBUS_API_KEYS": ",".join(
+            f"{u}:{k}:reviewer" if u in REVIEWERS else f"{u}:{k}" for u, k in keys.items()
+        ),
+        "COACHBUS_RATE_LIMIT_PER_MINUTE": "100000",
+    }
+
+
 async def measure(items: int, bootstrap: str | None, log_dir: Path) -> dict[str, Any]:
     prefix = f"rb{uuid.uuid4().hex[:8]}."
     config = StackConfig.ephemeral(
@@ -120,14 +133,7 @@ async def measure(items: int, bootstrap: str | None, log_dir: Path) -> dict[str,
         log_dir=log_dir,
         services=("gateway",),
         replicas={"gateway": 2},
-        env={
-            "COACHBUS_TOPIC_PREFIX": prefix,
-            "COACHBUS_PARTITIONS": "3",
-            "COACHBUS_API_KEYS": ",".join(
-                f"{u}:{k}:reviewer" if u in REVIEWERS else f"{u}:{k}" for u, k in KEYS.items()
-            ),
-            "COACHBUS_RATE_LIMIT_PER_MINUTE": "100000",
-        },
+        env=stack_env(prefix, KEYS),
     )
     stack = Stack(config)
     await stack.start()
@@ -268,14 +274,7 @@ async def pipeline(bootstrap: str | None, log_dir: Path, persons: int) -> AsyncI
     config = StackConfig.ephemeral(
         bootstrap=bootstrap,
         log_dir=log_dir,
-        env={
-            "COACHBUS_TOPIC_PREFIX": prefix,
-            "COACHBUS_PARTITIONS": "3",
-            "COACHBUS_API_KEYS": ",".join(
-                f"{u}:{k}:reviewer" if u in REVIEWERS else f"{u}:{k}" for u, k in keys.items()
-            ),
-            "COACHBUS_RATE_LIMIT_PER_MINUTE": "100000",
-        },
+        env=stack_env(prefix, keys),
     )
     stack = Stack(config)
     await stack.start()
