@@ -139,28 +139,42 @@ def create_review_api_router(
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
 
+    # The open items' summaries and digests, built once per change of the queue (and
+    # per second, for claims that lapse without a change) and shared by every live
+    # queue: with 5,000 items each reviewer's stream rebuilt all of them on every
+    # change, a cost that grew with the number of reviewers watching.
+    shared: dict[str, Any] = {"key": None, "items": {}}
+
+    def _current() -> dict[str, tuple[dict[str, Any], str]]:
+        now = utcnow()
+        key = (desk.version, int(now.timestamp()))
+        if shared["key"] != key:
+            built = {r.turn_id: desk.summary(r, now) for r in desk.open_items()}
+            shared["items"] = {i: (summary, _digest(summary)) for i, summary in built.items()}
+            shared["key"] = key
+        items: dict[str, tuple[dict[str, Any], str]] = shared["items"]
+        return items
+
     async def _events(user_id: str) -> AsyncIterator[bytes]:
         version = desk.version
         now = utcnow()
-        current = {r.turn_id: desk.summary(r, now) for r in desk.open_items()}
+        current = _current()
         snapshot = {
-            "items": list(current.values()),
+            "items": [summary for summary, _ in current.values()],
             "you": user_id,
             "server_time": now.isoformat(),
         }
         yield _sse("snapshot", snapshot)
-        sent = {item_id: _digest(s) for item_id, s in current.items()}
+        sent = {item_id: digest for item_id, (_, digest) in current.items()}
         while True:
             async with desk.changed:
                 if desk.version == version:
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(desk.changed.wait(), SSE_HEARTBEAT_S)
                 version = desk.version
-            now = utcnow()
-            current = {r.turn_id: desk.summary(r, now) for r in desk.open_items()}
+            current = _current()
             pieces: list[bytes] = []
-            for item_id, summary in current.items():
-                digest = _digest(summary)
+            for item_id, (summary, digest) in current.items():
                 if sent.get(item_id) != digest:
                     sent[item_id] = digest
                     pieces.append(_sse("item", summary))

@@ -579,3 +579,48 @@ async def test_a_turn_no_human_saw_closes_at_the_final(served: Served) -> None:
         )
         await asyncio.wait_for(following, 2)  # well before the decision window ends
     assert seen == ["agent", "final"]
+
+
+async def test_live_queues_share_one_build_of_the_items_per_change(
+    served: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Three reviewers watching: a change builds each open item's summary once, not
+    # once per watcher (at 5,000 items that was the cost of every change, times the
+    # reviewers connected).
+    for _ in range(3):
+        await served.desk.add_request(request(), live=True)
+    built: list[str] = []
+    summary = served.desk.summary
+
+    def counted(req: HumanReviewRequest, now: Any) -> dict[str, Any]:
+        built.append(req.turn_id)
+        return summary(req, now)
+
+    monkeypatch.setattr(served.desk, "summary", counted)
+    seen: dict[str, list[str]] = {who: [] for who in ("carol", "rita", "carol2")}
+
+    async def watch(client: httpx.AsyncClient, who: str) -> None:
+        key = "carol" if who == "carol2" else who
+        async with client.stream("GET", "/v1/review/events", headers=auth(key)) as s:
+            async for line in s.aiter_lines():
+                if line.startswith("event: "):
+                    seen[who].append(line[7:])
+
+    async with httpx.AsyncClient(base_url=served.url, timeout=10) as client:
+        watchers = [asyncio.create_task(watch(client, who)) for who in seen]
+        try:
+            async with asyncio.timeout(5):
+                while not all("snapshot" in names for names in seen.values()):
+                    await asyncio.sleep(0.02)
+            built.clear()
+            fourth = request()
+            await served.desk.add_request(fourth, live=True)
+            async with asyncio.timeout(5):
+                while not all("item" in names for names in seen.values()):
+                    await asyncio.sleep(0.02)
+        finally:
+            for task in watchers:
+                task.cancel()
+    # Four open items, built once for the change (a second may have ticked over
+    # meanwhile: at most twice), never once per watcher.
+    assert built.count(fourth.turn_id) <= 2 and len(built) <= 8, built
