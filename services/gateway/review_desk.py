@@ -517,16 +517,17 @@ def _reply_of(action: AnswerAction) -> Reply:
 
 
 def _audit_of(action: ReviewAction, verdict: Verdict) -> ReviewAuditEvent:
+    entry = Entry.of(action, verdict)
     return ReviewAuditEvent(
-        audit_id=action.action_id,
+        audit_id=entry.action_id,
         item_id=action.item_id,
-        reviewer_id=action.reviewer_id,
-        action=action.action,
-        at=action.at,
-        accepted=verdict.accepted,
-        reason=verdict.reason,
-        outcome=action.outcome if isinstance(action, CloseAction) else None,
-        template=action.template if isinstance(action, AnswerAction) else None,
+        reviewer_id=entry.reviewer_id,
+        action=entry.action,
+        at=entry.at,
+        accepted=entry.accepted,
+        reason=entry.reason,
+        outcome=entry.outcome,
+        template=entry.template,
     )
 
 

@@ -39,6 +39,7 @@ from coachbus.contracts import (
     ReviewAction,
     turn_started_at,
 )
+from coachbus.contracts.review import AuditKind
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,13 +74,28 @@ class Entry:
     """One action as the audit sees it: no text, no note."""
 
     action_id: str
-    action: str
+    action: AuditKind
     reviewer_id: str
     at: datetime
     accepted: bool
     reason: str | None = None
     outcome: str | None = None
     template: str | None = None
+
+    @classmethod
+    def of(cls, action: ReviewAction, verdict: Verdict) -> Entry:
+        """What the audit keeps of an action and its verdict (the history shows it, the
+        review-audit topic carries it)."""
+        return cls(
+            action_id=action.action_id,
+            action=action.action,
+            reviewer_id=action.reviewer_id,
+            at=action.at,
+            accepted=verdict.accepted,
+            reason=verdict.reason,
+            outcome=action.outcome if isinstance(action, CloseAction) else None,
+            template=action.template if isinstance(action, AnswerAction) else None,
+        )
 
 
 @dataclass(slots=True)
@@ -139,18 +155,7 @@ class ReviewLedger:
             verdict = Verdict(True, first_action=True)
         if not human and not verdict.accepted:
             return verdict  # the other replicas' offers: no one's action, nothing to keep
-        state.history.append(
-            Entry(
-                action_id=action.action_id,
-                action=action.action,
-                reviewer_id=action.reviewer_id,
-                at=action.at,
-                accepted=verdict.accepted,
-                reason=verdict.reason,
-                outcome=action.outcome if isinstance(action, CloseAction) else None,
-                template=action.template if isinstance(action, AnswerAction) else None,
-            )
-        )
+        state.history.append(Entry.of(action, verdict))
         del state.history[: -self._history]
         return verdict
 

@@ -109,3 +109,13 @@ def test_the_broker_growth_per_turn() -> None:
     assert broker_growth(mem, 1024) == 100.0  # 100 MB over 1,024 turns: 100 KB each
     assert broker_growth(None, 10) is None
     assert broker_growth(ServiceMemory(samples_mb=[(0.0, 1.0)]), 10) is None
+
+
+@pytest.mark.unit
+def test_the_partitions_are_bounded() -> None:
+    # --partitions becomes the stack's COACHBUS_PARTITIONS; a count no broker takes is
+    # refused before anything starts.
+    assert SoakConfig(partitions=24).partitions == 24
+    for bad in (0, 257):
+        with pytest.raises(ValueError, match="partitions"):
+            SoakConfig(partitions=bad)

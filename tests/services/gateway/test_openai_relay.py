@@ -4,6 +4,7 @@ pushed to later, so an answer the client does not show yet opens the next one.""
 from __future__ import annotations
 
 import asyncio
+import json
 
 import httpx
 import pytest
@@ -76,3 +77,32 @@ async def test_an_answer_the_transcript_lacks_opens_the_next_completion() -> Non
         body["messages"] = [{"role": "user", "content": "hi"}]
         third = await client.post("/v1/chat/completions", json=body, headers=other)
         assert third.json()["choices"][0]["message"]["content"] == "Synthesis."
+
+
+async def test_streamed_the_answer_is_the_first_content() -> None:
+    store = TurnStore()
+    earlier = new_turn_id()
+    store.open(earlier, "bob", "s1", sent=True)
+    await store.add_reply(
+        Reply(turn_id=earlier, session_id="s1", user_id="bob", kind="human", text="Rita here.")
+    )
+    headers = {"Authorization": f"Bearer {KEY}", "X-Session-Id": "s1"}
+    body = {
+        "model": "coachbus",
+        "stream": True,
+        "messages": [{"role": "user", "content": "hello again"}],
+    }
+    transport = httpx.ASGITransport(app=_app(store))
+    contents: list[str] = []
+    async with (
+        httpx.AsyncClient(transport=transport, base_url="http://gw") as client,
+        client.stream("POST", "/v1/chat/completions", json=body, headers=headers) as response,
+    ):
+        async for line in response.aiter_lines():
+            if line.startswith("data: {"):
+                delta = json.loads(line[6:])["choices"][0]["delta"]
+                if delta.get("content"):
+                    contents.append(delta["content"])
+    intro = shipped().relayed.get("en", "formal")
+    assert contents[0].startswith(f"{intro}\n\nRita here.")
+    assert "".join(contents).endswith("Synthesis.")

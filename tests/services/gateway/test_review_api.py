@@ -624,3 +624,42 @@ async def test_live_queues_share_one_build_of_the_items_per_change(
     # Four open items, built once for the change (a second may have ticked over
     # meanwhile: at most twice), never once per watcher.
     assert built.count(fourth.turn_id) <= 2 and len(built) <= 8, built
+
+
+async def test_a_newer_stream_of_the_person_ends_the_hold(
+    served: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One held stream per person: a newer one (their next turn) takes over, and the
+    # older turn's answer is still on the turn for a client that asks. A held stream
+    # looks again at each keep-alive: made short here so the test does not wait 15 s.
+    monkeypatch.setattr("services.gateway.api.SSE_HEARTBEAT_S", 0.2)
+    said = msg("I can't go on.", user="bob")
+    served.store.open(said.turn_id, "bob", said.session_id, sent=True)
+    await served.desk.add_request(request(said.text, turn=said.turn_id), live=True)
+    seen: list[str] = []
+    async with httpx.AsyncClient(base_url=served.url, timeout=10) as client:
+        following = asyncio.create_task(_follow(client, said.turn_id, seen))
+        await served.store.add_reply(
+            Reply(
+                turn_id=said.turn_id,
+                session_id=said.session_id,
+                user_id="bob",
+                kind="final",
+                text="crisis reply",
+                degraded=True,
+                missing_agents=list(AGENTS),
+            )
+        )
+        async with asyncio.timeout(5):
+            while "final" not in seen:
+                await asyncio.sleep(0.02)
+        await asyncio.sleep(0.3)
+        assert not following.done()  # held
+        later = msg("ok", user="bob")
+        served.store.open(later.turn_id, "bob", later.session_id, sent=True)
+        newer: list[str] = []
+        second = asyncio.create_task(_follow(client, later.turn_id, newer))
+        # The held stream ends at its next look (a keep-alive period at most).
+        await asyncio.wait_for(following, 5)
+        second.cancel()
+    assert seen == ["final"]

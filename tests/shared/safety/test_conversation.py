@@ -345,6 +345,9 @@ def test_a_no_to_the_direct_question_after_a_burden_crisis_is_believed() -> None
         ("Um Ihre Frage zu beantworten: ja.", "affirmed"),
         # An explanation after a comma is one ("Ich meinte, ...").
         ("Nein. Ich meinte, ich kann nicht mehr in Vollzeit arbeiten.", "denied"),
+        # A yes that accepts a coaching offer answers the coaching question: asked again.
+        ("yeah ok lets do that", "unclear"),
+        ("jo gärn", "unclear"),
         ("nee, wozu noch lernen, die klausur ist eh verkackt. also nicht so gemeint", "denied"),
     ],
 )
@@ -356,3 +359,13 @@ def test_a_first_disclosure_is_no_yes_to_are_you_safe() -> None:
     # "Yes. I've never said that out loud before" confirms the thoughts, not safety.
     assert classify_answer("safety", "Yes. I've never said that out loud before.") == "unsafe"
     assert classify_answer("safety", "Yes, I'm safe, my sister is here with me.") == "safe"
+    assert classify_answer("safety", "yes, safe right now. seeing my GP on Thursday") == "safe"
+    # A "no" that explains the words that made us ask (overstated, a past long over)
+    # is no "not safe".
+    assert classify_answer("safety", "nee wirklich nicht. war übertrieben, kaum geschlafen") == (
+        "safe"
+    )
+    assert classify_answer("safety", "no, not for years. i'm 31 now and doing well") == "safe"
+    assert classify_answer("safety", "i don't think so. i'm in the car up on the cliff road") == (
+        "unsafe"
+    )
