@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from aiokafka import AIOKafkaConsumer
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient
 
 from coachbus.embedded.stack import Stack, StackConfig
 
@@ -134,6 +135,9 @@ class SoakReport:
     rewinds: dict[str, int] = field(default_factory=dict)
     # The embedded broker's memory growth per answered turn (it keeps everything).
     broker_kb_per_turn: float | None = None
+    # What the pipeline writes per answered turn, by topic (prefix dropped):
+    # (records, KB), from the topics' end offsets and a sample of their records.
+    log_per_turn: dict[str, tuple[float, float]] = field(default_factory=dict)
     lost_turns: list[str] = field(default_factory=list)
     doubled_turns: dict[str, int] = field(default_factory=dict)
     result_file: str | None = None
@@ -199,6 +203,13 @@ class SoakReport:
                 f"  embedded broker: +{self.broker_kb_per_turn} KB per turn (it keeps every "
                 "record; see docs/deploy.md)"
             )
+        if self.log_per_turn:
+            records = sum(r for r, _ in self.log_per_turn.values())
+            kb = sum(k for _, k in self.log_per_turn.values())
+            lines.append(f"  written per turn: {records:.1f} records, {kb:.1f} KB; largest:")
+            ranked = sorted(self.log_per_turn.items(), key=lambda kv: -kv[1][1])
+            for topic, (r, k) in ranked[:6]:
+                lines.append(f"    {topic:<28} {r:6.2f} records  {k:7.2f} KB")
         if any(self.restarts.values()):
             lines.append(f"  restarts: {self.restarts}")
         lines.append(f"  result: {'OK' if self.ok else 'FAILED'}")
@@ -412,6 +423,65 @@ async def count_finals(
     return counts, degraded
 
 
+# Records read per partition to estimate a topic's mean record size.
+CENSUS_SAMPLE = 200
+
+
+async def topic_census(bootstrap: str, prefix: str, turns: int) -> dict[str, tuple[float, float]]:
+    """Records and KB each topic of this run holds per answered turn.
+
+    The count comes from ListOffsets, which the embedded broker answers a few records
+    behind (bench/README.md): negligible against thousands of turns. The size is the
+    mean of the last records of each partition (key, value and headers), not all of
+    them, so the census costs the same after ten minutes as after ten hours."""
+    if turns <= 0:
+        return {}
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        topics = sorted(t for t in await admin.list_topics() if t.startswith(prefix))
+        described = await admin.describe_topics(topics)
+    finally:
+        await admin.close()
+    partitions = {
+        d["topic"]: [TopicPartition(d["topic"], p["partition"]) for p in d["partitions"]]
+        for d in described
+    }
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    await consumer.start()
+    out: dict[str, tuple[float, float]] = {}
+    try:
+        for topic, parts in sorted(partitions.items()):
+            if not parts:
+                continue
+            consumer.assign(parts)
+            ends = await consumer.end_offsets(parts)
+            count = sum(ends.values())
+            sizes: list[int] = []
+            for tp in parts:
+                consumer.seek(tp, max(0, ends[tp] - CENSUS_SAMPLE))
+            want = sum(min(CENSUS_SAMPLE, e) for e in ends.values())
+            loop = asyncio.get_running_loop()
+            until = loop.time() + 10
+            while len(sizes) < want and loop.time() < until:
+                batch = await consumer.getmany(timeout_ms=200, max_records=1000)
+                for records in batch.values():
+                    sizes += [
+                        len(r.key or b"")
+                        + len(r.value or b"")
+                        + sum(len(k) + len(v or b"") for k, v in r.headers)
+                        for r in records
+                    ]
+            mean = statistics.fmean(sizes) if sizes else 0.0
+            out[topic.removeprefix(prefix)] = (
+                round(count / turns, 2),
+                round(count * mean / 1024 / turns, 2),
+            )
+    finally:
+        await consumer.stop()
+    return out
+
+
 async def run_soak(config: SoakConfig) -> SoakReport:
     prefix = f"soak{uuid.uuid4().hex[:6]}."
     keys = {f"u{i}": f"soak-{i}-{secrets.token_urlsafe(12)}" for i in range(config.users)}
@@ -446,6 +516,7 @@ async def run_soak(config: SoakConfig) -> SoakReport:
         counts, degraded = await count_finals(
             bootstrap, f"{prefix}replies", set(run.accepted), timeout=60
         )
+        census = await topic_census(bootstrap, prefix, len(counts))
         supervisor = stack.supervisor
         assert supervisor is not None
         restarts = {name: supervisor.restarts(name) for name in supervisor.names}
@@ -476,6 +547,7 @@ async def run_soak(config: SoakConfig) -> SoakReport:
         thirds=thirds(run.done, elapsed),
         rewinds=count_rewinds(log_dir),
         broker_kb_per_turn=broker_growth(broker, len(run.done)),
+        log_per_turn=census,
         lost_turns=lost[:50],
         doubled_turns=dict(list(doubled.items())[:50]),
     )

@@ -56,6 +56,12 @@ async def test_short_soak_nothing_lost_nothing_doubled(
     # No state view re-read itself from the start (the broker never lost a topic).
     assert report.rewinds == {}, report.rewinds
     assert len(report.thirds) == 3 and sum(t.answered for t in report.thirds) == report.answered
+    # What a turn writes, by topic: every turn writes its message, its final and each
+    # state record once (ListOffsets may trail a few records on the embedded broker).
+    for topic in ("user-messages", "replies", "safety", "blackboard", "profiles", "memory"):
+        records, kb = report.log_per_turn[topic]
+        assert 0.5 <= records <= 1.5 and kb > 0, (topic, records, kb)
+    assert report.log_per_turn["dlq"] == (0.0, 0.0)
 
 
 def _written(path: str) -> bool:
