@@ -31,6 +31,9 @@ from coachbus.text import (
 )
 
 MAX_TRACKED_GOALS = 16
+# The stretch target when a record of ambition names no domain (labelled as the
+# generic "plan" in replies, coachbus.text.GENERIC_LABEL).
+PLAN_IN_PLAY = "plan"
 GOAL_SESSIONS_KEPT = 8
 # Trait levels (after shrinking toward 0.5 by confidence) that count as "high"/"low".
 HIGH = 0.57
@@ -214,7 +217,10 @@ def growth_opportunities(
     record = p.ambition_turns >= 1 and p.kept_turns >= 1
     if current is None and record and msg is not None:
         domains = domains_of(msg.text)
-        current = domains[0] if domains else next(iter(p.goal_sessions), None)
+        # With a record and no domain named (a novel, a show, "the plan"), the push
+        # is on the plan in play: Synth's safety_over_ambition then weighs it against
+        # a step the person is heading for this turn, whatever its domain.
+        current = domains[0] if domains else next(iter(p.goal_sessions), PLAN_IN_PLAY)
     if current is not None and (
         record
         or (ambitious_now and (o >= 0.5 or c >= 0.5))

@@ -174,6 +174,26 @@ def test_a_reply_warning_against_a_step_may_name_it() -> None:
     assert steps.suggested_in_reply("Try a week off the pills.", ["quit_job_abruptly"]) == []
 
 
+def test_a_blocked_steps_object_in_a_reply_that_weighs_nothing_is_a_suggestion() -> None:
+    # No sentence spells the step out, no endorsement word: the blocked step's risky
+    # object in a reply that neither warns, weighs a cost nor steers elsewhere is
+    # read as suggesting it (the protective reading).
+    bare = "The pottery café is exactly what that nest egg was for, every penny of it."
+    assert [s for s, _ in steps.suggested_in_reply(bare, ["all_savings"])] == ["all_savings"]
+    # The same object beside a cost or a professional is weighed, not suggested.
+    weighed = (
+        "Putting the nest egg into the café would leave you without a cushion. "
+        "Could we plan a smaller first step with a financial adviser?"
+    )
+    assert steps.suggested_in_reply(weighed, ["all_savings"]) == []
+    # A crisis reply names no step, whatever time words it carries ("tonight").
+    crisis = (
+        "If you are in immediate danger, call 112 now. If you can, let someone you "
+        "trust know how you're feeling tonight. Are you safe right now?"
+    )
+    assert steps.suggested_in_reply(crisis, ["quit_job_abruptly"]) == []
+
+
 def test_a_partial_reply_is_judged_on_its_finished_sentences() -> None:
     growing = "Good to hear the week went well. Quitting tomorrow with nothing lined up"
     assert steps.suggested_in_reply(growing, ["quit_job_abruptly"], partial=True) == []
