@@ -431,15 +431,20 @@ def read_turn(
             )
         # Asked enough times: no third question. The review stays open from the asks
         # before; the reply is a caring one.
-    elif asked is None and not is_crisis(message_screen) and families & {"hopelessness", "burden"}:
-        # Hopelessness or feeling a burden in words no rule reads: ask directly, as
-        # the screen does for its own risk cues. Asking costs little, and it is what
-        # turns the next "ja" into an answer we can read.
+    elif (
+        asked is None
+        and not is_crisis(message_screen)
+        and _asks_for(families, state, now, book, _losses(message, book))
+    ):
+        # Hopelessness or feeling a burden in words no rule reads, or a major loss
+        # with a low state: ask directly, as the screen does for its own risk cues.
+        # Asking costs little, and it is what turns the next "ja" into an answer we
+        # can read.
         outcome = "sign"
         screen = CrisisScreen(
             category=CrisisCategory.NONE,
             confidence=conversation_confidence(outcome),
-            matched=[f"{f}: {e}" for f, e in signs if f in ("hopelessness", "burden")],
+            matched=[f"{f}: {e}" for f, e in signs if f in _ASKING_FAMILIES],
             escalated=True,
             uncertain=True,
         )
@@ -464,6 +469,46 @@ def read_turn(
         outcome,
         explained=explained,
     )
+
+
+# The families that make the reply ask our check-in: hopelessness or a burden alone;
+# two major losses told together; one only with a low state (in this message, or the
+# loss a recent message told: "my wife left" yesterday, "the flat is so quiet" today);
+# a means at hand only with a loss or a low state (a rope bought for a climbing
+# course asks nothing).
+_ASKING_FAMILIES = ("hopelessness", "burden", "loss", "low", "means")
+
+
+def _losses(message: NormalizedText, book: ConversationBook) -> int:
+    """How many major losses ``message`` tells ("exmatrikuliert, und meine Freundin
+    hat Schluss gemacht"), counted apart only where they are different words."""
+    rx = book.cues.get("loss")
+    if rx is None:
+        return 0
+    return len({m.group(0) for m in rx.finditer(message.text)})
+
+
+def _asks_for(
+    families: set[str],
+    state: SafetyState | None,
+    now: datetime,
+    book: ConversationBook,
+    losses: int = 0,
+) -> bool:
+    if families & {"hopelessness", "burden"}:
+        return True
+    if losses >= 2:
+        # Losses piling up in one message (the job and the flat, the course and the
+        # partner on the same day): the risk factor the screening notes name
+        # first, with the direct question after it.
+        return True
+    if not families & {"low", "means"}:
+        return False
+    # A means at hand ("the old shotgun is still in the cabinet", tablets put aside)
+    # with a loss or a low state is access to means in distress: asked about at once.
+    distress = {"loss", "low"} if "means" in families else {"loss"}
+    seen = families | present_families(state, now, book)
+    return bool(seen & distress)
 
 
 def _own_signs(

@@ -369,3 +369,31 @@ def test_a_first_disclosure_is_no_yes_to_are_you_safe() -> None:
     assert classify_answer("safety", "i don't think so. i'm in the car up on the cliff road") == (
         "unsafe"
     )
+
+
+@pytest.mark.parametrize(
+    ("opening", "asks"),
+    [
+        # A major loss with a low state: the direct question, so "ja" can answer it.
+        ("my wife moved out with the kids on sunday. the flat is so quiet", True),
+        ("Seit der Scheidung ist alles so grau.", True),
+        # Losses piling up in one message.
+        ("wurde heute exmatrikuliert und meine freundin hat schluss gemacht", True),
+        # A means at hand in distress.
+        ("the farm's finished, the bank gets the house. dad's old shotgun is still here", True),
+        # Each alone is coaching: a loss told plainly, a rope for a climbing course.
+        ("my grandad died last spring, I want to finish the marathon he never ran", False),
+        ("bought a 60m rope and a harness today, climbing course on saturday", False),
+    ],
+)
+def test_a_loss_with_a_low_state_or_a_means_makes_the_reply_ask(opening: str, asks: bool) -> None:
+    reading = Chat().say(opening)
+    assert needs_check_in(reading.screen) is asks, (opening, reading.signs)  # type: ignore[attr-defined]
+
+
+def test_yes_after_a_loss_and_a_low_state_is_a_disclosure() -> None:
+    chat = Chat()
+    chat.say("Meine Freundin ist ausgezogen. Ich hab jetzt echt niemanden mehr.")
+    reading = chat.say("ja 😔")
+    assert reading.screen.category is CrisisCategory.SUICIDAL_IDEATION  # type: ignore[attr-defined]
+    assert reading.answered == "affirmed"  # type: ignore[attr-defined]
