@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from coachbus import ocean
+from coachbus import content, ocean
 from coachbus.contracts.events import UserMessage
 from coachbus.contracts.payloads import PatternClass, PersonaPayload, Trait, TraitEstimate
 from coachbus.contracts.state import MAX_SESSIONS, Blackboard, PersonaProfile
@@ -39,22 +39,23 @@ GOAL_SESSIONS_KEPT = 8
 HIGH = 0.57
 LOW = 0.43
 
-# The user's own reach for something big: Persona reads it as readiness to stretch.
-_AMBITION = re.compile(
-    r"\bdream\w*|\bbig\b|\bbold\w*|ambitio\w*|go for it|all[- ]in\b|\bfinally\b|my own\b|"
-    r"level up|next level|traum\w*|\bgroß\w*|mutig\w*|\bendlich\b|ehrgeiz\w*|durchstarten|"
-    r"richtig (?:loslegen|angehen)|alles geben",
-    re.I,
-)
-# A goal stated with intent ("my goal is…", "ich will … aufmachen"): part of the
-# record of ambition Persona's stretch rests on, not a stretch by itself.
-_GOAL_STATED = re.compile(
-    r"\b(?:my goal|the goal|goal is|i want to|i'?d love to|i'?m (?:training|going) for|"
-    r"plan(?:ning)? to|aim(?:ing)? (?:to|for)|hop(?:e|ing) to|determined to|working towards?)\b|"
-    r"\b(?:ich will|ich möchte|mein ziel|das (?:ist das )?ziel|ziel ist|vorgenommen|soll bis|"
-    r"hab(?:e)? vor|plane)\b",
-    re.I,
-)
+
+def _record_cues() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    doc = content.read("services.persona.content", "record.toml")
+    content.only(doc, doc.raw, ("ambition", "goal_stated"), "")
+    ambition, stated = (
+        re.compile(
+            content.pattern(doc, "|".join(content.texts(doc, doc.raw.get(k), k)), k, re.I),
+            re.I,
+        )
+        for k in ("ambition", "goal_stated")
+    )
+    return ambition, stated
+
+
+# The user's own reach for something big (read as readiness to stretch), and a goal
+# stated with intent (part of the record of ambition, not a stretch by itself).
+_AMBITION, _GOAL_STATED = _record_cues()
 
 
 def observe(

@@ -334,16 +334,30 @@ def extract_goals(text: str, language: Language = "en") -> list[GoalMention]:
 # --------------------------------------------------------------------------- progress / setbacks
 
 
-def _cues() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+@dataclass(frozen=True, slots=True)
+class SetbackCue:
+    """The setback cues, read around a streak said through a negated miss: "haven't
+    missed a single session" holds "haven't" and "missed" and is follow-through."""
+
+    setback: re.Pattern[str]
+    streak: re.Pattern[str]
+
+    def search(self, text: str) -> re.Match[str] | None:
+        return self.setback.search(self.streak.sub(" ", text))
+
+
+def _cues() -> tuple[SetbackCue, re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
     doc = C.read(_PKG, "cues.toml")
-    keys = ("setback", "worry", "progress", "follow_through")
+    keys = ("setback", "streak", "worry", "progress", "follow_through")
     C.only(doc, doc.raw, keys, "")
     alts = {k: "|".join(C.texts(doc, doc.raw.get(k), k)) for k in keys}
     alts["worry"] = rf"\b(?:{alts['worry']})\b"
-    setback, worry, progress, kept = (
+    # A streak is a plan kept.
+    alts["follow_through"] = f"{alts['follow_through']}|{alts['streak']}"
+    setback, streak, worry, progress, kept = (
         re.compile(C.pattern(doc, alts[k], k, re.I), re.I) for k in alts
     )
-    return setback, worry, progress, kept
+    return SetbackCue(setback, streak), worry, progress, kept
 
 
 # Check a sentence for a setback first: "nicht geschafft" also contains "geschafft".

@@ -84,3 +84,23 @@ def test_pick_is_deterministic_and_varies_with_seed() -> None:
     opts = ["a", "b", "c"]
     assert text.pick(opts, 5) == text.pick(opts, 5)
     assert {text.pick(opts, text.seed_of(str(i))) for i in range(30)} == set(opts)
+
+
+@pytest.mark.parametrize(
+    "streak",
+    [
+        "week 6 and haven't missed a single session",
+        "Walked 10k steps every day for a month, not one day missed",
+        "Siebte Woche am Stück, kein einziges Training ausgelassen.",
+        "Einen Monat lang jeden Tag 10.000 Schritte, keinen Tag verpasst.",
+    ],
+)
+def test_a_streak_said_through_a_negated_miss_is_follow_through(streak: str) -> None:
+    assert text.SETBACK_RX.search(streak) is None, streak
+    assert text.FOLLOW_THROUGH_RX.search(streak) is not None, streak
+
+
+def test_a_real_miss_beside_a_streak_is_still_a_setback() -> None:
+    said = "haven't missed a session in weeks, but I skipped today"
+    assert text.SETBACK_RX.search(said) is not None
+    assert text.SETBACK_RX.search("I missed the run again") is not None
