@@ -54,6 +54,11 @@ class Combo:
 _WORD = re.compile(r"\w+")
 
 
+def _over(said: str) -> bool:
+    """The step is told as a past that is over (see ``past`` in the data)."""
+    return bool(_PAST.search(said) and _NOW.search(said) and not _AGAIN.search(said))
+
+
 @dataclass(frozen=True, slots=True)
 class StepSpec:
     """A step the coach must never suggest, with everything needed to police it."""
@@ -96,7 +101,7 @@ class StepSpec:
         an act near its object, unless the step is said to be safely arranged."""
         m = self.triggers.search(said)
         found = m.group(0) if m else next(filter(None, (c.search(said) for c in self.combos)), None)
-        if found is None or self._arranged(said) or _REFUSAL.search(said):
+        if found is None or self._arranged(said) or _REFUSAL.search(said) or _over(said):
             return None
         return found
 
@@ -222,6 +227,9 @@ def _catalogue() -> tuple[dict[str, StepSpec], dict[str, int], dict[str, re.Patt
             "warning",
             "endorsement",
             "caution",
+            "past",
+            "now",
+            "again",
             "reply_voice",
         ),
         "",
@@ -248,6 +256,9 @@ _DEFIANCE = _top("defiance")
 # A step refused outright, or someone else's plan ("I'd never stop my meds without
 # Dr. K", "my girlfriend wants to quit her job"): no step of the person's own.
 _REFUSAL = _top("refusal")
+# A step told as a past that is over: a past marker, a "now" against it, and nothing
+# that brings the step back.
+_PAST, _NOW, _AGAIN = _top("past"), _top("now"), _top("again")
 # A reply sentence warning against a step (naming it is not suggesting it).
 _WARNING = _top("warning")
 # A reply endorsing something: with a step's risky object in it, a suggestion.

@@ -210,3 +210,26 @@ def test_conditions_endanger_the_steps_they_belong_to() -> None:
         "stop_medication",
     }
     assert steps.endangered_by(set()) == []
+
+
+def _found(text: str, conditions: set[str] | None = None) -> set[str]:
+    return {h.spec.step_id for h in steps.screen_steps(text, conditions or set())}
+
+
+def test_a_step_told_as_a_past_that_is_over_is_no_step() -> None:
+    said = "Quit my job last year with nothing lined up, employed again since March."
+    assert _found(said) == set()
+    assert _found("Früher hab ich nur 4 Stunden geschlafen. Jetzt will ich auf 8 kommen.") == set()
+    # The past coming back is the step again (the protective reading).
+    assert _found("I used to sleep 4 hours a night and now I'm going back to it.") == {
+        "sleep_deprivation"
+    }
+
+
+def test_a_plan_dropped_or_advice_turned_down_is_no_step() -> None:
+    assert _found("I was going to skip meals before the wedding but decided against it.") == set()
+    said = "Someone told me I should just stop my meds. No way, I'm staying on them."
+    assert _found(said, {"medication"}) == set()
+    # "der Hausarzt hat eh nie Zeit" arranges nothing: the step stands.
+    said = "lass die Tabletten ab morgen einfach weg, der Hausarzt hat eh nie Zeit"
+    assert _found(said, {"medication"}) == {"stop_medication"}
