@@ -146,7 +146,12 @@ def score_steps(items: Sequence[Raw]) -> Report[Scored]:
     def answer(_n: int, item: Raw) -> Scored:
         conditions = set(item["conditions"])
         hits = screen_steps(item["text"], conditions)
-        outcome = steps_outcome(bool(hits), any(h.conditional for h in hits), bool(conditions))
+        outcome = steps_outcome(
+            bool(hits),
+            any(h.conditional for h in hits),
+            bool(conditions),
+            any(h.more for h in hits),
+        )
         return Answer(
             item=item,
             predicted=frozenset(h.spec.step_id for h in hits) or frozenset({NONE}),

@@ -19,13 +19,14 @@ pytestmark = pytest.mark.unit
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "eval"
 
-# Measured on heldout with the rules of 2026-12-03 (lower them as the rules get
-# better). Goal: <= 0.02 each, not reached for steps: six items where the screen
-# found a step and the answer was still not the whole truth (a second step missed,
-# or a step too many); a found step is trusted (about 0.9 measured), so they stay.
-# Each dev round raised heldout recall (0.24 -> 0.65 -> 0.73 -> 0.74 -> 0.75) and
-# the silent errors with it (4 -> 5 -> 5 -> 6): recorded, not tuned on heldout.
-SILENT_FLOORS = {"blocked_steps": 0.046, "pattern_classification": 0.0, "language_register": 0.0}
+# Measured on heldout (lower them as the rules get better). Goal: <= 0.02 each, not
+# reached for steps: 3 of 132 (0.023), found steps whose answer was still not the
+# whole truth (a second step missed or a false alarm) in a message that names no
+# other step domain. A hit beside another step domain is its own outcome
+# (hit_more, measured 0.78 on calibration, under the bar) and goes on to a model:
+# that took the figure from 6 wrong (0.045) to 3, and the share of answers a model
+# reads from 0.43 to 0.58. Recorded, not tuned on heldout.
+SILENT_FLOORS = {"blocked_steps": 0.023, "pattern_classification": 0.0, "language_register": 0.0}
 
 
 @pytest.mark.parametrize(("kind", "corpus"), sorted(CORPUS_OF.items()))
@@ -47,7 +48,7 @@ def test_committed_table_is_what_the_calibration_split_measures(
 @pytest.mark.parametrize(
     ("kind", "outcomes"),
     [
-        ("blocked_steps", {"hit", "hit_conditional", "none", "none_conditions"}),
+        ("blocked_steps", {"hit", "hit_conditional", "hit_more", "none", "none_conditions"}),
         ("pattern_classification", {p.value for p in PatternClass} | {"none"}),
         ("language_register", {"en_none", "de_none", "de_formal", "de_informal"}),
     ],

@@ -21,7 +21,7 @@ from coachbus.confidence import measured, steps_outcome
 from coachbus.content.phrases import phrase
 from coachbus.contracts.payloads import BlockedStep, Risk
 from coachbus.normalize import NormalizedText, fold_pattern, normalized
-from coachbus.text import DOMAIN_ORDER, Language, Phrase, Register, find_markers
+from coachbus.text import DOMAIN_ORDER, Language, Phrase, Register, domains_of, find_markers
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,6 +301,9 @@ class StepHit:
     spec: StepSpec
     trigger: str
     confidence: float
+    # The message also talks about another domain a catalogue step lives in (see
+    # coachbus.confidence.steps_outcome): a second step may be there unread.
+    more: bool = False
 
     @property
     def conditional(self) -> bool:
@@ -316,7 +319,8 @@ def screen_steps(
     A step that needs a condition (training hard while injured) counts with the
     condition either stated now or remembered from earlier turns.
     """
-    said = normalized(text).text
+    message = normalized(text)
+    said = message.text
     here = _conditions_in(said) | set(conditions)
     hits: list[StepHit] = []
     for spec in CATALOGUE.values():
@@ -325,21 +329,42 @@ def screen_steps(
             continue
         if spec.needs_condition and spec.needs_condition not in here:
             continue
-        hits.append(StepHit(spec, found.lower(), _measured_hit(spec)))
-    return hits
+        hits.append(StepHit(spec, found.lower(), 0.0))
+    if not hits:
+        return hits
+    # Domains are read on the message as typed, as coachbus.text reads them.
+    more = _other_domains(message.raw, hits)
+    return [StepHit(h.spec, h.trigger, _measured_hit(h.spec, more=more), more=more) for h in hits]
 
 
-def _measured_hit(spec: StepSpec) -> float:
+# The life domains catalogue steps live in (medication, in none, touches all).
+_STEP_DOMAINS = frozenset(s.domain for s in CATALOGUE.values() if s.domain is not None)
+
+
+def _other_domains(typed: str, hits: list[StepHit]) -> bool:
+    """Does the message talk about a step domain none of its hits is in?"""
+    found = {h.spec.domain for h in hits}
+    return bool((set(domains_of(typed)) & _STEP_DOMAINS) - found)
+
+
+def _measured_hit(spec: StepSpec, *, more: bool = False) -> float:
     # The confidence the router weighs: measured per outcome on the steps corpus's
     # calibration split (coachbus.confidence), never a number chosen here.
-    return measured("blocked_steps").of(steps_outcome(True, bool(spec.needs_condition), False))
+    outcome = steps_outcome(True, bool(spec.needs_condition), False, more)
+    return measured("blocked_steps").of(outcome)
 
 
 def screen_confidence(hits: list[StepHit], remembered: set[str] | frozenset[str]) -> float:
     """How often the step screen's answer of this kind was right on new text: a
-    step found (on a plain trigger or a standing condition), or none (with or
-    without a condition remembered, when a paraphrase the rules miss costs most)."""
-    outcome = steps_outcome(bool(hits), any(h.conditional for h in hits), bool(remembered))
+    step found (on a plain trigger or a standing condition, or beside another step
+    domain it did not read), or none (with or without a condition remembered, when a
+    paraphrase the rules miss costs most)."""
+    outcome = steps_outcome(
+        bool(hits),
+        any(h.conditional for h in hits),
+        bool(remembered),
+        any(h.more for h in hits),
+    )
     return measured("blocked_steps").of(outcome)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from coachbus.confidence import measured
 from coachbus.normalize import NormalizedText
 from coachbus.safety import steps
 from coachbus.text import find_markers
@@ -233,3 +234,18 @@ def test_a_plan_dropped_or_advice_turned_down_is_no_step() -> None:
     # "der Hausarzt hat eh nie Zeit" arranges nothing: the step stands.
     said = "lass die Tabletten ab morgen einfach weg, der Hausarzt hat eh nie Zeit"
     assert _found(said, {"medication"}) == {"stop_medication"}
+
+
+def test_a_hit_beside_another_step_domain_reports_its_own_measured_confidence() -> None:
+    # One step found, and the message also talks about a domain another catalogue
+    # step lives in: a second step may be there unread, so the hit reports what that
+    # outcome measured (under the policy's bar), not a plain hit's.
+    table = measured("blocked_steps")
+    alone = steps.screen_steps("Tomorrow I quit my job, no backup plan at all.")
+    beside = steps.screen_steps(
+        "Tomorrow I quit my job, no backup plan at all. My diet has been a mess too."
+    )
+    assert [h.more for h in alone] == [False] and [h.more for h in beside] == [True]
+    assert alone[0].confidence == table.of("hit")
+    assert beside[0].confidence == table.of("hit_more") < table.of("hit")
+    assert steps.screen_confidence(beside, set()) == table.of("hit_more")
