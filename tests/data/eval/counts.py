@@ -46,7 +46,12 @@ def _replies(item: dict[str, object]) -> list[str]:
     return [f"defect {d}" for d in expected] or ["[] (good reply)"]
 
 
+def _conversations(item: dict[str, object]) -> list[str]:
+    return [f"{item['kind']} / {item['category']} ({item['label']})"]
+
+
 LABELS: dict[str, Callable[[dict[str, object]], list[str]]] = {
+    "conversations": _conversations,
     "steps": _steps,
     "conflicts": _conflicts,
     "patterns": _patterns,
