@@ -23,13 +23,15 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "eval"
 # rule was tuned on. Goal: recall >= 0.95, precision >= 0.90, affirmed check-ins
 # >= 0.99; not reached (docs/eval.md says why: on fresh text the writers' check-ins
 # mostly follow a first message the rules do not read as risky, and tuning on dev
-# moves dev more than heldout). Measured on both heldout rounds (213 conversations)
-# after dev round 6 (a major loss with a low state, losses piling up, a means in
-# distress make the reply ask): recall 0.800, precision 0.9412, affirmed check-ins
-# 0.784 (before it: 0.780 / 0.9398 / 0.745; the message alone: 0.140).
-HELDOUT_FLOOR_RECALL = 0.80
-HELDOUT_FLOOR_PRECISION = 0.941
-HELDOUT_FLOOR_AFFIRMED = 0.784
+# moves dev more than heldout). Measured on the three heldout rounds (303
+# conversations) after dev round 6 (a major loss with a low state, losses piling up,
+# a means in distress make the reply ask): recall 0.829, precision 0.928, affirmed
+# check-ins 0.803 (the message alone: 0.150). The third round (90, fresh, scored
+# once on these rules) read 0.900 / 0.900; the first two 0.800 / 0.941 (0.780 /
+# 0.940 before round 6).
+HELDOUT_FLOOR_RECALL = 0.828
+HELDOUT_FLOOR_PRECISION = 0.928
+HELDOUT_FLOOR_AFFIRMED = 0.802
 
 
 @pytest.fixture(scope="module")
