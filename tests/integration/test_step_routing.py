@@ -28,7 +28,7 @@ from tests.integration.scripted_llm import Script, ScriptedLLM, serve
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 
 HERE = Path(__file__).parent
-USERS = ("nora", "otto")
+USERS = ("nora", "otto", "pia")
 KEYS = {u: f"key-{u}-0123456789" for u in USERS}
 
 # Said without any word the rules read as cutting sleep; the model quotes it.
@@ -37,13 +37,30 @@ STEPS_ANSWER = json.dumps(
     {"steps": [{"step_id": "sleep_deprivation", "evidence": "study through the nights"}]}
 )
 FOUND = "Tomorrow I quit my job (quartz), no backup plan at all."
+# One step the rules find, beside another step domain they read nothing risky in:
+# the hit_more outcome, under the bar, so the model reads it and finds the second.
+BESIDE = (
+    "Tomorrow I quit my job, no backup plan at all (saffron). "
+    "And my diet is going to be very strict till the launch."
+)
+BESIDE_ANSWER = json.dumps(
+    {
+        "steps": [
+            {"step_id": "quit_job_abruptly", "evidence": "quit my job, no backup plan"},
+            {"step_id": "crash_diet", "evidence": "my diet is going to be very strict"},
+        ]
+    }
+)
 
 
 @pytest_asyncio.fixture(scope="module")
 async def stack(
     kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[tuple[RunningStack, ScriptedLLM]]:
-    llm = ScriptedLLM({"nightowl": Script(STEPS_ANSWER)}, Script('{"steps": []}'))
+    llm = ScriptedLLM(
+        {"nightowl": Script(STEPS_ANSWER), "saffron": Script(BESIDE_ANSWER)},
+        Script('{"steps": []}'),
+    )
     async with serve(llm) as base_url:
         env = stack_env(
             f"sr{uuid.uuid4().hex[:8]}.",
@@ -98,3 +115,15 @@ async def test_a_confident_block_costs_no_model_call(
     assert [b["step_id"] for b in result["payload"]["blocked_steps"]] == ["quit_job_abruptly"]
     assert not [r for r in llm.requests if "quartz" in r], "a found step still cost a call"
     assert result["tier"] == "deterministic"
+
+
+async def test_a_step_found_beside_another_step_domain_reaches_the_model(
+    stack: tuple[RunningStack, ScriptedLLM],
+) -> None:
+    rs, llm = stack
+    assert measured("blocked_steps").of("hit_more") < 0.8  # the premise, measured
+    result = await _stability_result(rs, "pia", BESIDE)
+    assert [r for r in llm.requests if "saffron" in r], "the model never read the message"
+    blocked = {b["step_id"] for b in result["payload"]["blocked_steps"]}
+    assert blocked == {"quit_job_abruptly", "crash_diet"}, blocked
+    assert result["tier"] == "small"
