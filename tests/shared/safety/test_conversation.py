@@ -397,3 +397,18 @@ def test_yes_after_a_loss_and_a_low_state_is_a_disclosure() -> None:
     reading = chat.say("ja 😔")
     assert reading.screen.category is CrisisCategory.SUICIDAL_IDEATION  # type: ignore[attr-defined]
     assert reading.answered == "affirmed"  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    "opening",
+    [
+        "TB test came back positive. the farm's finished. dad's old shotgun is still here",
+        "hab heut erfahren dass mein freund mich seit nem jahr betrügt. ich hab niemanden mehr",
+        "lost the house deposit at the casino. my partner doesn't know yet",
+        "Die Kinder wohnen jetzt beim Vater. Die Wohnung ist so still.",
+    ],
+)
+def test_round_six_wordings_of_a_loss_ask(opening: str) -> None:
+    # Each of these was meant by round 6's cue lists and read by none of them (the
+    # apostrophe the normaliser drops, "doesn't" read as "does not", a word order).
+    assert needs_check_in(Chat().say(opening).screen)  # type: ignore[attr-defined]
