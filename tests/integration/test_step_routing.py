@@ -94,18 +94,6 @@ async def _stability_result(rs: RunningStack, user: str, text: str) -> dict[str,
     return result  # type: ignore[no-any-return]
 
 
-async def test_an_uncertain_no_step_reaches_the_model(
-    stack: tuple[RunningStack, ScriptedLLM],
-) -> None:
-    rs, llm = stack
-    assert measured("blocked_steps").of("none") < 0.8  # the premise, measured
-    result = await _stability_result(rs, "nora", UNSEEN)
-    asked = [r for r in llm.requests if "nightowl" in r]
-    assert asked, "the model was never asked about a message the rules found nothing in"
-    assert [b["step_id"] for b in result["payload"]["blocked_steps"]] == ["sleep_deprivation"]
-    assert result["tier"] == "small"
-
-
 async def test_a_confident_block_costs_no_model_call(
     stack: tuple[RunningStack, ScriptedLLM],
 ) -> None:
@@ -117,13 +105,27 @@ async def test_a_confident_block_costs_no_model_call(
     assert result["tier"] == "deterministic"
 
 
-async def test_a_step_found_beside_another_step_domain_reaches_the_model(
+@pytest.mark.parametrize(
+    ("user", "text", "outcome", "marker", "expected"),
+    [
+        # An uncertain "no step": the rules read nothing in the message.
+        ("nora", UNSEEN, "none", "nightowl", {"sleep_deprivation"}),
+        # A step found beside another step domain (hit_more): the model adds the second.
+        ("pia", BESIDE, "hit_more", "saffron", {"quit_job_abruptly", "crash_diet"}),
+    ],
+)
+async def test_an_answer_under_the_bar_reaches_the_model(
     stack: tuple[RunningStack, ScriptedLLM],
+    user: str,
+    text: str,
+    outcome: str,
+    marker: str,
+    expected: set[str],
 ) -> None:
     rs, llm = stack
-    assert measured("blocked_steps").of("hit_more") < 0.8  # the premise, measured
-    result = await _stability_result(rs, "pia", BESIDE)
-    assert [r for r in llm.requests if "saffron" in r], "the model never read the message"
+    assert measured("blocked_steps").of(outcome) < 0.8  # the premise, measured
+    result = await _stability_result(rs, user, text)
+    assert [r for r in llm.requests if marker in r], f"the model never read {user}'s message"
     blocked = {b["step_id"] for b in result["payload"]["blocked_steps"]}
-    assert blocked == {"quit_job_abruptly", "crash_diet"}, blocked
+    assert blocked == expected, blocked
     assert result["tier"] == "small"
