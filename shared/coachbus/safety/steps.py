@@ -416,6 +416,11 @@ def suggested_in_reply(
                 # protective reading is a suggestion (see `caution` in the data).
                 objects = (c.object.search(voiced) for c in spec.combos)
                 hit = next(filter(None, objects), None)
+                if hit is None and not cautious:
+                    # The object said as "it" ("play through it", "just stop this
+                    # time"): the step's act alone, in a reply that weighs nothing.
+                    acts = (c.act.search(voiced) for c in spec.combos)
+                    hit = next(filter(None, acts), None)
                 lead = endorsed.group(0) if endorsed else "no caution"
                 words = f"{lead} … {hit.group(0)}" if hit else None
             if words:

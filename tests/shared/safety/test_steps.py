@@ -195,6 +195,15 @@ def test_a_blocked_steps_object_in_a_reply_that_weighs_nothing_is_a_suggestion()
     assert steps.suggested_in_reply(crisis, ["quit_job_abruptly"]) == []
 
 
+def test_a_blocked_steps_act_on_an_it_in_a_reply_that_weighs_nothing_is_a_suggestion() -> None:
+    said = "Three weeks to the tournament? Play through it. You will be sharp when it counts."
+    assert [s for s, _ in steps.suggested_in_reply(said, ["train_through_injury"])] == [
+        "train_through_injury"
+    ]
+    weighed = "Could we plan a lighter week with your physio instead?"
+    assert steps.suggested_in_reply(weighed, ["train_through_injury"]) == []
+
+
 def test_a_partial_reply_is_judged_on_its_finished_sentences() -> None:
     growing = "Good to hear the week went well. Quitting tomorrow with nothing lined up"
     assert steps.suggested_in_reply(growing, ["quit_job_abruptly"], partial=True) == []
