@@ -434,7 +434,7 @@ def read_turn(
     elif (
         asked is None
         and not is_crisis(message_screen)
-        and _asks_for(families, state, now, book, _losses(message, book))
+        and _asks_for(families, state, now, book, message)
     ):
         # Hopelessness or feeling a burden in words no rule reads, or a major loss
         # with a low state: ask directly, as the screen does for its own risk cues.
@@ -493,11 +493,11 @@ def _asks_for(
     state: SafetyState | None,
     now: datetime,
     book: ConversationBook,
-    losses: int = 0,
+    message: NormalizedText,
 ) -> bool:
     if families & {"hopelessness", "burden"}:
         return True
-    if losses >= 2:
+    if "loss" in families and _losses(message, book) >= 2:
         # Losses piling up in one message (the job and the flat, the course and the
         # partner on the same day): the risk factor the screening notes name
         # first, with the direct question after it.

@@ -322,28 +322,29 @@ def screen_steps(
     message = normalized(text)
     said = message.text
     here = _conditions_in(said) | set(conditions)
-    hits: list[StepHit] = []
+    found: list[tuple[StepSpec, str]] = []
     for spec in CATALOGUE.values():
-        found = spec.found_in(said)
-        if found is None:
+        words = spec.found_in(said)
+        if words is None:
             continue
         if spec.needs_condition and spec.needs_condition not in here:
             continue
-        hits.append(StepHit(spec, found.lower(), 0.0))
-    if not hits:
-        return hits
+        found.append((spec, words.lower()))
+    if not found:
+        return []
     # Domains are read on the message as typed, as coachbus.text reads them.
-    more = _other_domains(message.raw, hits)
-    return [StepHit(h.spec, h.trigger, _measured_hit(h.spec, more=more), more=more) for h in hits]
+    more = _other_domains(message.raw, {spec.domain for spec, _ in found})
+    return [
+        StepHit(spec, words, _measured_hit(spec, more=more), more=more) for spec, words in found
+    ]
 
 
 # The life domains catalogue steps live in (medication, in none, touches all).
 _STEP_DOMAINS = frozenset(s.domain for s in CATALOGUE.values() if s.domain is not None)
 
 
-def _other_domains(typed: str, hits: list[StepHit]) -> bool:
-    """Does the message talk about a step domain none of its hits is in?"""
-    found = {h.spec.domain for h in hits}
+def _other_domains(typed: str, found: set[str | None]) -> bool:
+    """Does the message talk about a step domain none of the steps found is in?"""
     return bool((set(domains_of(typed)) & _STEP_DOMAINS) - found)
 
 

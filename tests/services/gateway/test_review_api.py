@@ -19,7 +19,14 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from pydantic import SecretStr
 
-from coachbus.contracts import HumanReviewRequest, Reply, StabilityResult, new_turn_id, utcnow
+from coachbus.contracts import (
+    HumanReviewRequest,
+    Reply,
+    StabilityResult,
+    UserMessage,
+    new_turn_id,
+    utcnow,
+)
 from coachbus.contracts.payloads import AGENTS, CrisisCategory, CrisisScreen, StabilityPayload
 from coachbus.embedded.broker import free_port
 from coachbus.metrics import REVIEW_OLDEST_AGE, REVIEW_PENDING
@@ -507,6 +514,28 @@ async def _follow(client: httpx.AsyncClient, turn_id: str, seen: list[str]) -> N
                 seen.append(line[7:])
 
 
+def _crisis_final(said: UserMessage) -> Reply:
+    """The final of a crisis turn, released at once (no agent's result to wait for)."""
+    return Reply(
+        turn_id=said.turn_id,
+        session_id=said.session_id,
+        user_id=said.user_id,
+        kind="final",
+        text="crisis reply",
+        degraded=True,
+        missing_agents=list(AGENTS),
+    )
+
+
+async def _held_after_final(seen: list[str], following: asyncio.Task[None]) -> None:
+    """Wait for the final on the stream, then a little: the stream is still open."""
+    async with asyncio.timeout(5):
+        while "final" not in seen:
+            await asyncio.sleep(0.02)
+    await asyncio.sleep(0.3)
+    assert not following.done()  # held
+
+
 async def test_the_persons_open_stream_carries_the_reviewers_answer(served: Served) -> None:
     # A turn that went to a human: its stream does not close at the final, so the chat
     # the person has open shows the reviewer's answer the moment it is sent.
@@ -518,22 +547,9 @@ async def test_the_persons_open_stream_carries_the_reviewers_answer(served: Serv
     seen: list[str] = []
     async with httpx.AsyncClient(base_url=served.url, timeout=10) as client:
         following = asyncio.create_task(_follow(client, said.turn_id, seen))
-        final = Reply(
-            turn_id=said.turn_id,
-            session_id=said.session_id,
-            user_id="bob",
-            kind="final",
-            text="crisis reply",
-            degraded=True,
-            missing_agents=list(AGENTS),  # released at once: no result to wait for
-        )
-        await served.store.add_reply(final)
-        for _ in range(100):
-            if "final" in seen:
-                break
-            await asyncio.sleep(0.02)
-        await asyncio.sleep(0.3)
-        assert seen[-1] == "final" and not following.done()  # held for the answer
+        await served.store.add_reply(_crisis_final(said))
+        await _held_after_final(seen, following)  # held for the answer
+        assert seen[-1] == "final"
         url = f"/v1/review/{item.turn_id}"
         assert (await client.post(f"{url}/claim", headers=auth("carol"))).status_code == 200
         sent = await client.post(f"{url}/answer", json={"text": "hi"}, headers=auth("carol"))
@@ -639,22 +655,8 @@ async def test_a_newer_stream_of_the_person_ends_the_hold(
     seen: list[str] = []
     async with httpx.AsyncClient(base_url=served.url, timeout=10) as client:
         following = asyncio.create_task(_follow(client, said.turn_id, seen))
-        await served.store.add_reply(
-            Reply(
-                turn_id=said.turn_id,
-                session_id=said.session_id,
-                user_id="bob",
-                kind="final",
-                text="crisis reply",
-                degraded=True,
-                missing_agents=list(AGENTS),
-            )
-        )
-        async with asyncio.timeout(5):
-            while "final" not in seen:
-                await asyncio.sleep(0.02)
-        await asyncio.sleep(0.3)
-        assert not following.done()  # held
+        await served.store.add_reply(_crisis_final(said))
+        await _held_after_final(seen, following)
         later = msg("ok", user="bob")
         served.store.open(later.turn_id, "bob", later.session_id, sent=True)
         newer: list[str] = []

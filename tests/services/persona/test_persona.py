@@ -6,7 +6,7 @@ import pytest
 
 from coachbus.contracts.payloads import Trait
 from coachbus.contracts.state import Blackboard, PersonaProfile
-from services.persona.logic import observe
+from services.persona.logic import PLAN_IN_PLAY, observe
 from services.shadow.logic import observe as shadow_observe
 from tests.fixtures.agents import msg
 
@@ -72,6 +72,22 @@ def test_ambition_in_message_makes_persona_push_a_stretch() -> None:
     _, payload = observe(None, None, msg("I finally want to go all in on my startup."))
     assert payload.stretch_goals == ["business"]
     assert any(g.startswith("stretch") for g in payload.growth_opportunities)
+
+
+def test_a_record_of_ambition_with_no_domain_named_stretches_the_plan_in_play() -> None:
+    # Ambition, then a streak told through a negated miss (follow-through, not a
+    # setback), then a turn naming no life domain: Persona still pushes, on the plan
+    # in play, so a risky step on that turn meets Stability's block.
+    profile: PersonaProfile | None = None
+    texts = [
+        "This is the year, nothing is stopping me.",
+        "Haven't missed a single session in five weeks.",
+        "Tomorrow it happens, no matter what.",
+    ]
+    for i, text in enumerate(texts):
+        profile, payload = observe(profile, None, msg(text, turn=f"t{i}"))
+    assert profile is not None and profile.kept_turns == 1
+    assert payload.stretch_goals == [PLAN_IN_PLAY]
 
 
 def test_redelivery_is_idempotent() -> None:
