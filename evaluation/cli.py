@@ -13,7 +13,7 @@ from typing import Any
 from coachbus import confidence
 from coachbus.llm import Policy
 from evaluation import conversations as conv
-from evaluation import crisis, decisions
+from evaluation import crisis, decisions, learn
 from evaluation.corpus import DEFAULT_DATA, SPLITS, CorpusError, load, load_raw, splits
 from evaluation.html import render_html
 from evaluation.tiers import Candidate
@@ -56,6 +56,12 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="write the measured confidences of the crisis screen, blocked steps, patterns "
         "or register (from the calibration split) into coachbus/content",
+    )
+    p.add_argument(
+        "--train",
+        action="store_true",
+        help="steps: fit the step screen's learned reader on the dev split and write it "
+        "into coachbus/content/learned",
     )
     p.add_argument(
         "--conversations",
@@ -134,7 +140,19 @@ def _crisis(args: argparse.Namespace) -> dict[str, Any] | int:
     return crisis.report(args.split, tiers)
 
 
+def _train(name: str, args: argparse.Namespace) -> int:
+    if name != "steps" or args.split != "dev":
+        # Only dev is trained on: calibration measures the result, heldout reports it.
+        print("coachbus eval: --train fits the steps corpus's dev split only", file=sys.stderr)
+        return 2
+    model = learn.train_steps(args.data)
+    print(f"learned reader: {len(model.idf)} features, bar {model.bar}")
+    return _write_calibration(f"learned/{name}.json", model.to_json())
+
+
 def _decision(name: str, args: argparse.Namespace) -> dict[str, Any] | int:
+    if args.train:
+        return _train(name, args)
     items = [i for s in splits(name, args.split, args.data) for i in load_raw(name, s, args.data)]
     listed = args.split == "dev"
     reports = [decisions.SCORERS[name](items)]
@@ -157,6 +175,12 @@ def _decision(name: str, args: argparse.Namespace) -> dict[str, Any] | int:
         )
         for r in reports
     }
+    if name == "steps":
+        # Precision on a corpus dense with risk says little about ordinary talk, the
+        # bulk of real traffic: how often the screen blocks a step there.
+        chosen = splits(name, args.split, args.data)
+        talk = [t for split in chosen for t in learn.everyday(args.data, split)]
+        tiers["deterministic"]["everyday_flagged"] = decisions.flagged_share(talk)
     return {"corpus": name, "split": args.split, "tiers": tiers}
 
 

@@ -31,14 +31,13 @@ from coachbus.confidence import (
     measured,
     pattern_outcome,
     register_outcome,
-    steps_outcome,
 )
 from coachbus.contracts.events import UserMessage, language_and_address
 from coachbus.contracts.payloads import TIER_RANK, Language
 from coachbus.llm import Message
 from coachbus.memory import context_for
 from coachbus.replycheck import check_reply
-from coachbus.safety.steps import screen_confidence, screen_steps
+from coachbus.safety.steps import step_screen
 from evaluation.chain import Chain, Step
 from evaluation.metrics import Binary, fmt, ratio, reliability, smoothed_accuracy
 from evaluation.results import NONE, Answer, Report
@@ -141,23 +140,14 @@ def _talk(user: str, texts: Sequence[str]) -> list[Step]:
 
 
 def score_steps(items: Sequence[Raw]) -> Report[Scored]:
-    table = measured("blocked_steps")
-
     def answer(_n: int, item: Raw) -> Scored:
-        conditions = set(item["conditions"])
-        hits = screen_steps(item["text"], conditions)
-        outcome = steps_outcome(
-            bool(hits),
-            any(h.conditional for h in hits),
-            bool(conditions),
-            any(h.more for h in hits),
-        )
+        screen = step_screen(item["text"], set(item["conditions"]))
         return Answer(
             item=item,
-            predicted=frozenset(h.spec.step_id for h in hits) or frozenset({NONE}),
+            predicted=frozenset(h.spec.step_id for h in screen.hits) or frozenset({NONE}),
             expected=frozenset(item["expected"]) or frozenset({NONE}),
-            confidence=table.of(outcome),
-            outcome=outcome,
+            confidence=screen.confidence,
+            outcome=screen.outcome,
         )
 
     return run_rules(items, answer)
@@ -261,9 +251,9 @@ async def steps_with_router(items: Sequence[Raw], candidate: Candidate) -> Repor
 
     async def decide(tier: RouterTier, n: int, item: Raw) -> Scored:
         conditions = set(item["conditions"])
-        hits = screen_steps(item["text"], conditions)
-        found = {h.spec.step_id for h in hits}
-        conf = screen_confidence(hits, conditions)
+        screen = step_screen(item["text"], conditions)
+        found = {h.spec.step_id for h in screen.hits}
+        conf = screen.confidence
         msg = _message(item["text"], f"eval-s{n}", 1)
         ctx = context_for(None, msg)
         instructions = prompts.steps_instructions(sorted(conditions))
@@ -408,11 +398,23 @@ def summary(rep: dict[str, Any]) -> str:
             f"  silent errors {fmt(silent['share'])} ({silent['count']} wrong at or above the "
             f"bar {silent['bar']}; {fmt(silent['routed_on'])} of answers go on to a model)"
         )
+    talk = rep.get("everyday_flagged")
+    if talk:
+        lines.append(
+            f"  everyday talk blocked {fmt(talk['share'])} ({talk['flagged']} of "
+            f"{talk['messages']} ordinary messages of the other corpora; none heads for a step)"
+        )
     lat = rep["latency_ms"]
     lines.append(f"  latency p50 {fmt(lat['p50'])} ms, p95 {fmt(lat['p95'])} ms")
     for m in rep.get("misses", []):
         lines.append(f"  miss {m['id']}: expected {m['expected']}, got {m['predicted']}")
     return "\n".join(lines)
+
+
+def flagged_share(talk: Sequence[str]) -> dict[str, Any]:
+    """How many ordinary messages the step screen blocks a step in."""
+    flagged = sum(bool(step_screen(t).hits) for t in talk)
+    return {"messages": len(talk), "flagged": flagged, "share": ratio(flagged, len(talk))}
 
 
 # The decision each corpus measures, where its confidence is measured (the rest:

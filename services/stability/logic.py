@@ -42,8 +42,7 @@ from coachbus.safety.steps import (
     StepHit,
     detect_conditions,
     endangered_by,
-    screen_confidence,
-    screen_steps,
+    step_screen,
 )
 
 # How many turns a blocked step stays blocked after it was last triggered.
@@ -83,8 +82,8 @@ def assess(
     reading = read_turn(safety, said, msg.turn_id, msg.created_at)
     crisis = merge_screens(reading.screen, crisis)
     if base.has_applied(msg.turn_id):
-        hits = screen_steps(said, _active_conditions(base, base.turn_count))
-        return base, _payload(base, crisis, hits, board, reading.answered)
+        screen = step_screen(said, _active_conditions(base, base.turn_count))
+        return base, _payload(base, crisis, screen.hits, board, reading.answered, screen.confidence)
 
     s = base.model_copy(deep=True)
     s.turn_count += 1
@@ -98,7 +97,8 @@ def assess(
     conditions = _active_conditions(s, turn)
     s.conditions = {c: exp for c, exp in s.conditions.items() if exp >= turn}
 
-    hits = screen_steps(said, conditions)
+    screen = step_screen(said, conditions)
+    hits = list(screen.hits)
     found = {h.spec.step_id for h in hits}
     for step_id, evidence in extra_steps:
         if step_id in CATALOGUE and step_id not in found:
@@ -143,7 +143,7 @@ def assess(
         now=msg.created_at,
     )
     s.mark_applied(msg.turn_id)
-    return s, _payload(s, crisis, hits, board, reading.answered)
+    return s, _payload(s, crisis, hits, board, reading.answered, screen.confidence)
 
 
 def risk_confidence(payload: StabilityPayload) -> float:
@@ -161,7 +161,7 @@ def steps_confidence(state: SafetyState, said: NormalizedText) -> float:
     (the rules miss a third of the steps on new text), so a model, where one is
     configured, reads every message the rules found nothing in."""
     conditions = active_conditions(state)
-    return screen_confidence(screen_steps(said, conditions), conditions)
+    return step_screen(said, conditions).confidence
 
 
 def active_conditions(s: SafetyState) -> set[str]:
@@ -186,7 +186,10 @@ def _payload(
     hits: list[StepHit],
     board: Blackboard | None,
     answered: CheckInAnswer | None = None,
+    steps_sure: float = 0.0,
 ) -> StabilityPayload:
+    """``steps_sure``: the step screen's measured confidence in its answer this turn
+    (0.0, no certainty, when unknown)."""
     now = {h.spec.step_id: h for h in hits}
     amplified = _amplified(board)
     blocked: list[BlockedStep] = []
@@ -228,7 +231,7 @@ def _payload(
     else:
         # Clean: as sure as the crisis screen's clean bucket and the step screen's
         # "no step", both measured.
-        confidence = min(crisis.confidence, screen_confidence([], active_conditions(s)))
+        confidence = min(crisis.confidence, steps_sure)
     # The turn right after a crisis (its event was recorded on the previous turn).
     last = s.crisis_history[-1] if s.crisis_history else None
     post_crisis = not is_crisis(crisis) and last is not None and last.turn == s.turn_count - 1

@@ -103,17 +103,35 @@ def table_file(kind: MeasuredKind) -> str:
 # --------------------------------------------------------------------------- outcomes
 
 
-def steps_outcome(found: bool, conditional: bool, conditions: bool, more: bool = False) -> str:
-    """The kind of answer the step screen gave: a step found by a plain trigger, one
-    that needed a standing condition, one found in a message that also talks about
-    another domain a catalogue step lives in (``more``: the calibration split showed
-    those wrong about one time in seven, nearly always a second step missed), or none
-    (with or without a standing condition remembered, which makes a paraphrase the
-    rules miss likelier to matter)."""
+def steps_outcome(
+    found: bool,
+    conditional: bool,
+    conditions: bool,
+    more: bool = False,
+    *,
+    learned: bool = False,
+    agreed: bool = False,
+    doubt: bool = False,
+) -> str:
+    """The kind of answer the step screen gave: a step only the learned reader found
+    (``learned``), steps the rules and the learned reader found alike (``agreed``:
+    two readers that err on different sentences), a step found by a plain trigger,
+    one that needed a standing condition, one found in a message that also talks
+    about another domain a catalogue step lives in (``more``: the calibration split
+    showed those wrong about one time in seven, nearly always a second step missed),
+    or none (with or without a standing condition remembered, which makes a
+    paraphrase the rules miss likelier to matter; ``doubt``: the learned reader
+    leaned toward a step below its bar)."""
     if found:
+        if learned:
+            return "learned"
+        if agreed:
+            return "agreed"
         if more:
             return "hit_more"
         return "hit_conditional" if conditional else "hit"
+    if doubt:
+        return "none_doubt"
     return "none_conditions" if conditions else "none"
 
 

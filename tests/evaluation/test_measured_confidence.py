@@ -20,12 +20,10 @@ pytestmark = pytest.mark.unit
 DATA = Path(__file__).resolve().parents[1] / "data" / "eval"
 
 # Measured on heldout (lower them as the rules get better). Goal: <= 0.02 each, not
-# reached for steps: 3 of 132 (0.023), found steps whose answer was still not the
-# whole truth (a second step missed or a false alarm) in a message that names no
-# other step domain. A hit beside another step domain is its own outcome
-# (hit_more, measured 0.72 on the 200-item calibration split, under the bar) and goes on to a model:
-# that took the figure from 6 wrong (0.045) to 3, and the share of answers a model
-# reads from 0.43 to 0.58. Recorded, not tuned on heldout.
+# reached for steps: 3 of 132 (0.023). The step screen has two readers since the
+# learned one (coachbus.learned); only the answer both give alike (0.95 on the
+# calibration split) clears the blocked-steps bar of 0.9, and 0.61 of answers go on
+# to a model. Recorded, not tuned on heldout.
 SILENT_FLOORS = {"blocked_steps": 0.023, "pattern_classification": 0.0, "language_register": 0.0}
 
 
@@ -48,7 +46,11 @@ def test_committed_table_is_what_the_calibration_split_measures(
 @pytest.mark.parametrize(
     ("kind", "outcomes"),
     [
-        ("blocked_steps", {"hit", "hit_conditional", "hit_more", "none", "none_conditions"}),
+        (
+            "blocked_steps",
+            {"agreed", "learned", "hit", "hit_conditional", "hit_more"}
+            | {"none", "none_conditions", "none_doubt"},
+        ),
         ("pattern_classification", {p.value for p in PatternClass} | {"none"}),
         ("language_register", {"en_none", "de_none", "de_formal", "de_informal"}),
     ],
@@ -83,3 +85,20 @@ def test_calibrate_refuses_a_check_and_any_split_but_calibration(
     assert "not a routed decision" in capsys.readouterr().err
     assert eval_cli.main(["steps", "--calibrate", "--split", "dev", "--data", str(DATA)]) == 2
     assert "calibration split only" in capsys.readouterr().err
+
+
+# The step screen's measured heldout figures (rules and learned reader), as floors
+# that only go up. Goal (issue #28): recall and precision >= 0.85, stop_medication and
+# confront_abuser_alone recall >= 0.95 (each is one item short: 16 of 17, 15 of 16).
+STEPS_FLOORS = {"precision": 0.948, "recall": 0.884}
+STEP_RECALL_FLOORS = {"stop_medication": 0.941, "confront_abuser_alone": 0.937}
+
+
+def test_the_step_screen_holds_its_heldout_floors() -> None:
+    from evaluation.decisions import figures
+
+    rep = figures(SCORERS["steps"](load_raw("steps", "heldout", DATA)), list_items=False)
+    assert rep["micro"]["precision"] >= STEPS_FLOORS["precision"], rep["micro"]
+    assert rep["micro"]["recall"] >= STEPS_FLOORS["recall"], rep["micro"]
+    for step, floor in STEP_RECALL_FLOORS.items():
+        assert rep["by_label"][step]["recall"] >= floor, (step, rep["by_label"][step])

@@ -20,6 +20,7 @@ from coachbus import content
 from coachbus.confidence import measured, steps_outcome
 from coachbus.content.phrases import phrase
 from coachbus.contracts.payloads import BlockedStep, Risk
+from coachbus.learned import shipped
 from coachbus.normalize import NormalizedText, fold_pattern, normalized
 from coachbus.text import DOMAIN_ORDER, Language, Phrase, Register, domains_of, find_markers
 
@@ -304,6 +305,11 @@ class StepHit:
     # The message also talks about another domain a catalogue step lives in (see
     # coachbus.confidence.steps_outcome): a second step may be there unread.
     more: bool = False
+    # Found by the learned reader alone (coachbus.learned), not by a rule; the
+    # trigger then names the n-grams that weighed most.
+    learned: bool = False
+    # The learned reader, asked too, found exactly the steps the rules found.
+    agreed: bool = False
 
     @property
     def conditional(self) -> bool:
@@ -311,13 +317,26 @@ class StepHit:
         return bool(self.spec.needs_condition)
 
 
-def screen_steps(
+@dataclass(frozen=True, slots=True)
+class StepScreen:
+    """What the step screen read in one message: the hits, the kind of answer it
+    was (coachbus.confidence.steps_outcome) and how often answers of that kind were
+    right on the calibration split (the confidence the router weighs)."""
+
+    hits: list[StepHit]
+    outcome: str
+    confidence: float
+
+
+def step_screen(
     text: str | NormalizedText, conditions: set[str] | frozenset[str] = frozenset()
-) -> list[StepHit]:
+) -> StepScreen:
     """Risky steps this message is heading toward, given the standing conditions.
 
     A step that needs a condition (training hard while injured) counts with the
-    condition either stated now or remembered from earlier turns.
+    condition either stated now or remembered from earlier turns. Two readers: the
+    catalogue's rules, and the learned reader (coachbus.learned) for wordings the
+    rules never saw; a step either finds counts.
     """
     message = normalized(text)
     said = message.text
@@ -330,13 +349,73 @@ def screen_steps(
         if spec.needs_condition and spec.needs_condition not in here:
             continue
         found.append((spec, words.lower()))
-    if not found:
-        return []
+    ruled = {spec.step_id for spec, _ in found}
+    read, doubt = _learned_steps(said, here, conditions)
+    added = [(CATALOGUE[step_id], words) for step_id, words in read.items() if step_id not in ruled]
     # Domains are read on the message as typed, as coachbus.text reads them.
-    more = _other_domains(message.raw, {spec.domain for spec, _ in found})
-    return [
-        StepHit(spec, words, _measured_hit(spec, more=more), more=more) for spec, words in found
+    more = bool(found or added) and _other_domains(
+        message.raw, {spec.domain for spec, _ in found + added}
+    )
+    agreed = bool(found) and set(read) == ruled
+    outcome = steps_outcome(
+        bool(found or added),
+        any(spec.needs_condition for spec, _ in found + added),
+        bool(conditions),
+        more,
+        learned=bool(added),
+        agreed=agreed,
+        doubt=doubt,
+    )
+    confidence = measured("blocked_steps").of(outcome)
+    hits = [StepHit(spec, words, confidence, more=more, agreed=agreed) for spec, words in found] + [
+        StepHit(spec, words, confidence, more=more, learned=True) for spec, words in added
     ]
+    return StepScreen(hits, outcome, confidence)
+
+
+def screen_steps(
+    text: str | NormalizedText, conditions: set[str] | frozenset[str] = frozenset()
+) -> list[StepHit]:
+    """The hits of :func:`step_screen` alone (for readers that weigh no confidence)."""
+    return step_screen(text, conditions).hits
+
+
+def _learned_steps(
+    said: str, here: set[str], remembered: set[str] | frozenset[str]
+) -> tuple[dict[str, str], bool]:
+    """The steps the learned reader (coachbus.learned) finds at its bar, with the
+    n-grams that weighed most, and whether it leans toward a step below the bar
+    (at least half of it: "no step" then has its own, measured, confidence). None
+    when no model is shipped.
+
+    It answers under the rules' own terms: a step that needs a standing condition
+    needs it here too, and a refusal, a past that is over or a safe arrangement drops
+    it as it drops a rule's hit (those guards read whole phrasings, which n-grams
+    cannot). It is given the remembered conditions, as it was in training (the
+    corpus's ``conditions`` are the ones known from earlier turns)."""
+    model = shipped("steps")
+    if model is None or _REFUSAL.search(said) or _over(said):
+        return {}, False
+    # A caller may pass the conditions this very message revealed among the
+    # remembered ones (Stability does); the corpus's never include them.
+    extra = sorted(set(remembered) - _conditions_in(said))
+    read: dict[str, str] = {}
+    doubt = False
+    for step_id, p in model.probabilities(said, extra).items():
+        spec = CATALOGUE.get(step_id)
+        if spec is None or p < model.bar / 2:
+            continue
+        if spec.needs_condition and spec.needs_condition not in here:
+            continue
+        if spec._arranged(said):
+            continue
+        if p < model.bar:
+            # Doubt needs evidence: half the bar, and odds at least e times the
+            # step's base rate (a two-word "ok" sits at the base rate: no lean).
+            doubt = doubt or model.lift(step_id, p) >= 1.0
+            continue
+        read[step_id] = "learned: " + ", ".join(model.evidence(said, step_id, extra))
+    return read, doubt
 
 
 # The life domains catalogue steps live in (medication, in none, touches all).
@@ -346,27 +425,6 @@ _STEP_DOMAINS = frozenset(s.domain for s in CATALOGUE.values() if s.domain is no
 def _other_domains(typed: str, found: set[str | None]) -> bool:
     """Does the message talk about a step domain none of the steps found is in?"""
     return bool((set(domains_of(typed)) & _STEP_DOMAINS) - found)
-
-
-def _measured_hit(spec: StepSpec, *, more: bool = False) -> float:
-    # The confidence the router weighs: measured per outcome on the steps corpus's
-    # calibration split (coachbus.confidence), never a number chosen here.
-    outcome = steps_outcome(True, bool(spec.needs_condition), False, more)
-    return measured("blocked_steps").of(outcome)
-
-
-def screen_confidence(hits: list[StepHit], remembered: set[str] | frozenset[str]) -> float:
-    """How often the step screen's answer of this kind was right on new text: a
-    step found (on a plain trigger or a standing condition, or beside another step
-    domain it did not read), or none (with or without a condition remembered, when a
-    paraphrase the rules miss costs most)."""
-    outcome = steps_outcome(
-        bool(hits),
-        any(h.conditional for h in hits),
-        bool(remembered),
-        any(h.more for h in hits),
-    )
-    return measured("blocked_steps").of(outcome)
 
 
 # A sentence ends at its mark; a partial reply's last piece may still grow.
@@ -467,10 +525,11 @@ __all__ = [
     "CONDITION_TTL",
     "Combo",
     "StepHit",
+    "StepScreen",
     "StepSpec",
     "detect_conditions",
     "markers_of",
     "safer_phrase",
-    "screen_confidence",
     "screen_steps",
+    "step_screen",
 ]

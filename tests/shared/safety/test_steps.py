@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from coachbus.confidence import measured
+from coachbus.confidence import measured, steps_outcome
 from coachbus.normalize import NormalizedText
 from coachbus.safety import steps
 from coachbus.text import find_markers
@@ -20,7 +20,9 @@ def test_risky_steps_found_in_the_ambition_message() -> None:
 
 
 def test_training_daily_is_only_risky_when_injured() -> None:
-    assert steps.screen_steps("I want to train every day.") == []
+    # (The learned reader may lean elsewhere on so short a message; not to this step.)
+    hits = steps.screen_steps("I want to train every day.")
+    assert "train_through_injury" not in {h.spec.step_id for h in hits}
     hits = steps.screen_steps("I want to train every day.", {"injury"})
     assert [h.spec.step_id for h in hits] == ["train_through_injury"]
     hits = steps.screen_steps("Mein Knie tut weh, aber ich will jeden Tag trainieren.")
@@ -145,10 +147,12 @@ def test_a_hit_reports_the_confidence_measured_for_its_kind() -> None:
     from coachbus.confidence import measured
 
     table = measured("blocked_steps").confidence
-    [hit] = steps.screen_steps("tomorrow i quit my job, no backup plan")
-    assert hit.confidence == table["hit"]
-    assert steps.screen_confidence([], set()) == table["none"]
-    assert steps.screen_confidence([], {"injury"}) == table["none_conditions"]
+    screen = steps.step_screen("tomorrow i quit my job, no backup plan")
+    [hit] = screen.hits
+    assert hit.confidence == screen.confidence == table[screen.outcome]
+    assert screen.outcome == "agreed"  # the rules and the learned reader alike
+    assert steps.step_screen("ich gehe heute früh ins Bett").confidence == table["none"]
+    assert steps.step_screen("I went for a walk", {"injury"}).confidence == table["none_conditions"]
 
 
 def test_a_reply_suggesting_a_step_in_its_own_words_is_caught() -> None:
@@ -247,14 +251,40 @@ def test_a_plan_dropped_or_advice_turned_down_is_no_step() -> None:
 
 def test_a_hit_beside_another_step_domain_reports_its_own_measured_confidence() -> None:
     # One step found, and the message also talks about a domain another catalogue
-    # step lives in: a second step may be there unread, so the hit reports what that
-    # outcome measured (under the policy's bar), not a plain hit's.
+    # step lives in: a second step may be there unread, so the screen says so and
+    # reports what its outcome measured.
     table = measured("blocked_steps")
-    alone = steps.screen_steps("Tomorrow I quit my job, no backup plan at all.")
-    beside = steps.screen_steps(
+    alone = steps.step_screen("Tomorrow I quit my job, no backup plan at all.")
+    beside = steps.step_screen(
         "Tomorrow I quit my job, no backup plan at all. My diet has been a mess too."
     )
-    assert [h.more for h in alone] == [False] and [h.more for h in beside] == [True]
-    assert alone[0].confidence == table.of("hit")
-    assert beside[0].confidence == table.of("hit_more") < table.of("hit")
-    assert steps.screen_confidence(beside, set()) == table.of("hit_more")
+    assert [h.more for h in alone.hits] == [False] and [h.more for h in beside.hits] == [True]
+    for screen in (alone, beside):
+        assert all(h.confidence == table.of(screen.outcome) for h in screen.hits)
+
+
+def test_the_outcome_names_which_reader_found_the_step() -> None:
+    # A step only the learned reader found outranks every other kind of hit (it
+    # rests on n-grams alone); both readers alike outrank one rule's hit.
+    assert steps_outcome(True, False, False, learned=True, agreed=False) == "learned"
+    assert steps_outcome(True, True, False, True, agreed=True) == "agreed"
+    assert steps_outcome(True, False, False, True) == "hit_more"
+    assert steps_outcome(False, False, True, doubt=True) == "none_doubt"
+    assert steps_outcome(False, False, True) == "none_conditions"
+
+
+def test_a_step_in_words_no_rule_has_is_found_by_the_learned_reader() -> None:
+    # Not a rule's phrasing (checked below): the n-grams carry it. Its trigger
+    # names the pieces that weighed most.
+    said = "the tablets from dr k make me foggy so from monday i just leave them off, my call"
+    assert all(spec.found_in(said) is None for spec in steps.CATALOGUE.values())
+    screen = steps.step_screen(said, {"medication"})
+    [hit] = screen.hits
+    assert hit.spec.step_id == "stop_medication" and hit.learned
+    assert hit.trigger.startswith("learned: ")
+    assert screen.outcome == "learned"
+
+
+def test_everyday_talk_reads_as_no_step() -> None:
+    for said in ("ok", "ja", "Anyway, how do I sleep better?", "I want to learn Spanish."):
+        assert steps.step_screen(said).hits == [], said
