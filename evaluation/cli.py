@@ -60,7 +60,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--train",
         action="store_true",
-        help="steps: fit the step screen's learned reader on the dev split and write it "
+        help="steps, crisis: fit the screen's learned reader on the dev split and write it "
         "into coachbus/content/learned",
     )
     p.add_argument(
@@ -119,6 +119,8 @@ def _conversations(args: argparse.Namespace) -> dict[str, Any] | int:
 
 
 def _crisis(args: argparse.Namespace) -> dict[str, Any] | int:
+    if args.train and not args.conversations:
+        return _train("crisis", args)
     if args.conversations:
         return _conversations(args)
     if args.calibrate and args.split != crisis.CALIBRATION_SPLIT:
@@ -141,11 +143,15 @@ def _crisis(args: argparse.Namespace) -> dict[str, Any] | int:
 
 
 def _train(name: str, args: argparse.Namespace) -> int:
-    if name != "steps" or args.split != "dev":
+    trainer = learn.TRAINERS.get(name)
+    if trainer is None or args.split != "dev":
         # Only dev is trained on: calibration measures the result, heldout reports it.
-        print("coachbus eval: --train fits the steps corpus's dev split only", file=sys.stderr)
+        print(
+            "coachbus eval: --train fits the steps or crisis corpus's dev split only",
+            file=sys.stderr,
+        )
         return 2
-    model = learn.train_steps(args.data)
+    model = trainer(args.data)
     print(f"learned reader: {len(model.idf)} features, bar {model.bar}")
     return _write_calibration(f"learned/{name}.json", model.to_json())
 
@@ -179,8 +185,12 @@ def _decision(name: str, args: argparse.Namespace) -> dict[str, Any] | int:
         # Precision on a corpus dense with risk says little about ordinary talk, the
         # bulk of real traffic: how often the screen blocks a step there.
         chosen = splits(name, args.split, args.data)
-        talk = [t for split in chosen for t in learn.everyday(args.data, split)]
-        tiers["deterministic"]["everyday_flagged"] = decisions.flagged_share(talk)
+        try:
+            talk = [t for split in chosen for t in learn.everyday(args.data, split)]
+        except CorpusError:
+            talk = []  # a folder with the steps corpus alone: no ordinary talk to read
+        if talk:
+            tiers["deterministic"]["everyday_flagged"] = decisions.flagged_share(talk)
     return {"corpus": name, "split": args.split, "tiers": tiers}
 
 

@@ -17,6 +17,7 @@ from typing import Final
 
 from coachbus.learned import LinearModel, choose_bar, digest, folds, train
 from coachbus.normalize import normalize
+from coachbus.safety.screen import RISK
 from coachbus.safety.steps import CATALOGUE, detect_conditions, step_screen
 from evaluation.corpus import Split, load_raw
 from evaluation.decisions import Raw
@@ -25,6 +26,10 @@ from evaluation.decisions import Raw
 # are on new text (about 0.9 on the calibration split): a step blocked for no reason
 # puts a warning about, say, medication into a reply about learning Spanish.
 MIN_PRECISION: Final = 0.9
+# The crisis reader's reads become a direct question about suicide: asked of someone
+# chatting about their week, it intrudes and wears out trust in the question itself,
+# so only one read in twenty may be wrong out of fold.
+CHECK_IN_PRECISION: Final = 0.95
 FOLDS: Final = 5
 
 
@@ -65,15 +70,6 @@ def train_steps(data: Path) -> LinearModel:
     talk = everyday_negatives(data)
     texts += [(normalize(t), []) for t in talk]
     targets += [set() for _ in talk]
-    labels = sorted(CATALOGUE)
-    out_of_fold: list[dict[str, float]] = [{} for _ in texts]
-    for fold in folds(len(texts), FOLDS):
-        held = set(fold)
-        rest = [i for i in range(len(texts)) if i not in held]
-        model = train([texts[i] for i in rest], [targets[i] for i in rest], labels)
-        for i in fold:
-            out_of_fold[i] = model.probabilities(*texts[i])
-    bar = choose_bar(out_of_fold, targets, min_precision=MIN_PRECISION)
     source = (data / "steps" / "dev.jsonl").read_text("utf-8")
     trained_on = {
         "corpus": "steps",
@@ -83,7 +79,78 @@ def train_steps(data: Path) -> LinearModel:
         "everyday": len(talk),
         "everyday_digest": digest("\n".join(talk)),
     }
+    return _fit(texts, targets, sorted(CATALOGUE), trained_on)
+
+
+def crisis_negatives(data: Path) -> list[str]:
+    """Ordinary talk for the crisis reader, from dev splits only: the register and
+    patterns corpora's messages, and the steps and conflicts corpora's."""
+    talk = [item["text"] for item in load_raw("register", "dev", data)]
+    talk += [turn for item in load_raw("patterns", "dev", data) for turn in item["turns"]]
+    # Risky steps and ambition are not a crisis: the steps corpus's messages and the
+    # conflicts corpus's turns (a crisis turn among them left out) teach the reader
+    # that a bold plan or a hard week is not distress.
+    talk += [item["text"] for item in load_raw("steps", "dev", data)]
+    talk += [
+        turn
+        for item in load_raw("conflicts", "dev", data)
+        if (item["expected"] or {}).get("rule") != "crisis_first"
+        for turn in item["turns"]
+    ]
+    return talk
+
+
+def train_crisis(data: Path) -> LinearModel:
+    """The crisis screen's learned reader: one label, any risk the crisis corpus's dev
+    split labels (suicidal ideation, self-harm, abuse, a medical emergency), against
+    its items labelled none and :func:`crisis_negatives`. The screen asks it only
+    where the rules saw nothing."""
+    items = load_raw("crisis", "dev", data)
+    talk = crisis_negatives(data)
+    texts: list[tuple[str, list[str]]] = [(normalize(i["text"]), []) for i in items]
+    texts += [(normalize(t), []) for t in talk]
+    targets = [{RISK} if i["label"] != "none" else set() for i in items]
+    targets += [set() for _ in talk]
+    source = (data / "crisis" / "dev.jsonl").read_text("utf-8")
+    trained_on = {
+        "corpus": "crisis",
+        "split": "dev",
+        "items": len(items),
+        "digest": digest(source),
+        "everyday": len(talk),
+        "everyday_digest": digest("\n".join(talk)),
+    }
+    return _fit(texts, targets, [RISK], trained_on, min_precision=CHECK_IN_PRECISION)
+
+
+def _fit(
+    texts: list[tuple[str, list[str]]],
+    targets: list[set[str]],
+    labels: list[str],
+    trained_on: dict[str, object],
+    *,
+    min_precision: float = MIN_PRECISION,
+) -> LinearModel:
+    out_of_fold: list[dict[str, float]] = [{} for _ in texts]
+    for fold in folds(len(texts), FOLDS):
+        held = set(fold)
+        rest = [i for i in range(len(texts)) if i not in held]
+        model = train([texts[i] for i in rest], [targets[i] for i in rest], labels)
+        for i in fold:
+            out_of_fold[i] = model.probabilities(*texts[i])
+    bar = choose_bar(out_of_fold, targets, min_precision=min_precision)
     return train(texts, targets, labels, bar=bar, trained_on=trained_on)
 
 
-__all__ = ["MIN_PRECISION", "everyday", "everyday_negatives", "train_steps"]
+TRAINERS = {"steps": train_steps, "crisis": train_crisis}
+
+__all__ = [
+    "CHECK_IN_PRECISION",
+    "MIN_PRECISION",
+    "TRAINERS",
+    "crisis_negatives",
+    "everyday",
+    "everyday_negatives",
+    "train_crisis",
+    "train_steps",
+]

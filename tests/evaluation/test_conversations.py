@@ -24,14 +24,14 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "eval"
 # >= 0.99; not reached (docs/eval.md says why: on fresh text the writers' check-ins
 # mostly follow a first message the rules do not read as risky, and tuning on dev
 # moves dev more than heldout). Measured on the three heldout rounds (303
-# conversations) after dev round 6 (a major loss with a low state, losses piling up,
-# a means in distress make the reply ask): recall 0.829, precision 0.928, affirmed
-# check-ins 0.803 (the message alone: 0.150). The third round (90, fresh, scored
-# once on these rules) read 0.900 / 0.900; the first two 0.800 / 0.941 (0.780 /
-# 0.940 before round 6).
-HELDOUT_FLOOR_RECALL = 0.828
-HELDOUT_FLOOR_PRECISION = 0.928
-HELDOUT_FLOOR_AFFIRMED = 0.802
+# conversations) after the crisis screen gained its learned reader (a first message
+# no rule reads as risk is asked about when the reader reads it so): recall 0.871,
+# precision 0.924, affirmed check-ins 0.887 (the message alone: 0.150). Before it,
+# after dev round 6: 0.829 / 0.928 / 0.803; the precision floor came down by one
+# conversation for 13 more caught.
+HELDOUT_FLOOR_RECALL = 0.871
+HELDOUT_FLOOR_PRECISION = 0.924
+HELDOUT_FLOOR_AFFIRMED = 0.887
 
 
 @pytest.fixture(scope="module")

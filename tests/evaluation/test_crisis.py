@@ -75,9 +75,10 @@ def test_eval_cli_calibration_split_lists_no_items(capsys: pytest.CaptureFixture
 # suite fails if a change makes the screen worse on messages no rule was tuned on.
 # The target is recall >= 0.98 and precision >= 0.90; the rules do not reach it yet
 # (recall is short; see docs/eval.md), and these floors only ever go up. Measured:
-# recall 0.800, precision 0.906.
-HELDOUT_FLOOR_RECALL = 0.80
-HELDOUT_FLOOR_PRECISION = 0.90
+# recall 0.933, precision 0.914 with the learned reader (a message the rules read
+# as clean and it reads as risk is asked about); the rules alone: 0.800 / 0.906.
+HELDOUT_FLOOR_RECALL = 0.933
+HELDOUT_FLOOR_PRECISION = 0.914
 
 
 def test_heldout_floors_of_the_deterministic_tier() -> None:

@@ -20,9 +20,12 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
-# Outcome names of the two "none" buckets of the message screen.
+# Outcome names of the "none" buckets of the message screen: no risk read, a risk
+# cue the rules could not settle, and a message only the learned reader
+# (coachbus.learned) reads as risk, where the rules saw nothing at all.
 CLEAN = "clean"
 UNCERTAIN = "uncertain"
+LEARNED = "learned"
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +73,7 @@ def conversation_confidence(outcome: str) -> float:
 
 __all__ = [
     "CLEAN",
+    "LEARNED",
     "UNCERTAIN",
     "Calibration",
     "calibration",

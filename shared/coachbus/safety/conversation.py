@@ -52,7 +52,7 @@ from coachbus.contracts.state import (
     TurnReading,
 )
 from coachbus.normalize import NormalizedText, fold_pattern, normalized
-from coachbus.safety.calibration import conversation_confidence
+from coachbus.safety.calibration import LEARNED, conversation_confidence
 from coachbus.safety.screen import CRISIS_RANK, assess, is_crisis, needs_check_in
 
 # Families a single-message crisis adds to the trajectory, by the rule kind that fired
@@ -525,8 +525,11 @@ def _own_signs(
         family = _KIND_FAMILY.get(outcome)
         if family is not None and all(f != family for f, _ in signs):
             signs.append((family, evidence))
-    elif needs_check_in(screen):
+    elif needs_check_in(screen) and outcome != LEARNED:
         # Risk words no rule could read: what made us ask. A sign until denied.
+        # (Not the learned reader's read: its n-grams are the words that already
+        # gave their own signs, "letters" a farewell; counted twice, one message
+        # would complete a warning pattern on its own.)
         signs.append(("check_in", evidence))
     return signs
 

@@ -43,8 +43,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from coachbus.contracts.payloads import CheckInQuestion, CrisisCategory, CrisisScreen, Risk
+from coachbus.learned import shipped
 from coachbus.normalize import NormalizedText, normalized
-from coachbus.safety.calibration import CLEAN, UNCERTAIN, Calibration, calibration
+from coachbus.safety.calibration import CLEAN, LEARNED, UNCERTAIN, Calibration, calibration
 from coachbus.safety.prefilter import Pattern, WordIndex, word_index
 from coachbus.safety.rulebook import Rule, RuleBook, rulebook
 
@@ -57,6 +58,13 @@ CRISIS_RANK: dict[CrisisCategory, int] = {
     CrisisCategory.SELF_HARM: 3,
     CrisisCategory.SUICIDAL_IDEATION: 4,
 }
+# The learned crisis reader's one label: any risk the crisis corpus labels.
+RISK = "risk"
+# "sounds good", "hmm not sure. maybe.": a message of a few words is read by the
+# rules alone; its n-grams are too few to be evidence of distress, and the rules
+# read the short risks ("kms", "ich kann nicht mehr") themselves.
+LEARNED_MIN_WORDS = 5
+
 # A screen names at most this many matched phrases: evidence for a reader, not a log.
 MAX_MATCHED = 6
 
@@ -75,7 +83,9 @@ class Finding:
 
     @property
     def uncertain(self) -> bool:
-        return self.outcome == UNCERTAIN
+        # The learned reader's risk is asked about like a cue's: never a crisis on
+        # n-grams alone, always the direct question.
+        return self.outcome in (UNCERTAIN, LEARNED)
 
     @property
     def flagged(self) -> bool:
@@ -201,6 +211,9 @@ def screen_normalized(text: str, book: RuleBook, cal: Calibration) -> Finding:
         return cover
 
     best: Rule | None = None
+    # A risk phrase the rules read and set aside (told as history, someone else's
+    # words): their reading stands, the learned reader is not asked.
+    ruled_out = False
     matched: list[str] = []
     rule_ids: list[str] = []
     fired: list[Rule] = []
@@ -212,6 +225,7 @@ def screen_normalized(text: str, book: RuleBook, cal: Calibration) -> Finding:
                 continue  # none of the words it needs: it cannot match
             for m in pattern.finditer(text, index):
                 if _overlaps(m.span(), guarded(rule.category.value)):
+                    ruled_out = True
                     continue
                 if _negated(book, text, m.start()):
                     cue_hits.append(m.group(0))
@@ -240,15 +254,31 @@ def screen_normalized(text: str, book: RuleBook, cal: Calibration) -> Finding:
     for cue in (book.cues[i] for i in visit["cue"]):
         if not _may_match(cue, live):
             continue
-        cue_hits.extend(
-            m.group(0) for m in cue.finditer(text, index) if not _overlaps(m.span(), cover)
-        )
+        for m in cue.finditer(text, index):
+            if _overlaps(m.span(), cover):
+                ruled_out = True
+            else:
+                cue_hits.append(m.group(0))
     if cue_hits:
         return Finding(
             category=CrisisCategory.NONE,
             outcome=UNCERTAIN,
             confidence=cal.of(UNCERTAIN),
             matched=tuple(sorted(set(cue_hits))[:MAX_MATCHED]),
+            rule_ids=(),
+        )
+    reader = None if ruled_out or len(text.split()) < LEARNED_MIN_WORDS else shipped("crisis")
+    if reader is not None and reader.probabilities(text)[RISK] >= reader.bar:
+        # Distress in words no rule has ("the bills, the kids, I can't see a way
+        # through any of it"): the rules read it as clean, the learned reader as the
+        # crisis corpus's risk. Asking the direct question protects more than it
+        # costs (asking does not raise risk), so it is asked; its confidence is the
+        # calibration split's measure of this outcome.
+        return Finding(
+            category=CrisisCategory.NONE,
+            outcome=LEARNED,
+            confidence=cal.of(LEARNED),
+            matched=(f"learned: {', '.join(reader.evidence(text, RISK))}",),
             rule_ids=(),
         )
     return Finding(

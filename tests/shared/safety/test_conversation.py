@@ -220,15 +220,30 @@ def test_the_check_in_expires_after_its_window() -> None:
 def test_a_plan_told_in_pieces_escalates_on_the_last_piece() -> None:
     chat = Chat()
     pieces = [
-        "I wrote letters to my parents and my sister today.",
+        "Gave away my bike and my records this week.",
         "Can you help me plan my week? Work is busy.",
         "It'll all be sorted by the weekend.",
     ]
     readings = [chat.say(p) for p in pieces]
     assert [is_crisis(r.screen) for r in readings] == [False, False, True]
+    assert not any(needs_check_in(r.screen) for r in readings[:2])
     last = readings[-1]
     assert last.screen.basis == "trajectory" and last.screen.plan
     assert review_severity(last.screen) == "critical"
+
+
+def test_a_piece_the_learned_reader_reads_as_risk_is_asked_about_not_counted_twice() -> None:
+    # Letters to the family: no rule calls it a crisis, the learned reader reads it
+    # as the crisis corpus's risk, so we ask. Its n-grams are the farewell's own
+    # words, so the message does not complete a warning pattern by itself.
+    chat = Chat()
+    first = chat.say("I wrote letters to my parents and my sister today.")
+    assert needs_check_in(first.screen) and not is_crisis(first.screen)
+    assert any(m.startswith("learned: ") for m in first.screen.matched)
+    assert chat.state is not None and chat.state.open_check_in is not None
+    assert not any(c.family == "check_in" for c in chat.state.risk_cues)
+    # And a yes to the question is the crisis it always was.
+    assert is_crisis(chat.say("yeah").screen)
 
 
 def test_signs_decay_a_month_apart_do_not_add_up() -> None:

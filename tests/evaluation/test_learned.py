@@ -1,5 +1,5 @@
-"""The step screen's learned reader is trained on what the repository holds: the
-steps corpus's dev split and the everyday talk of the other corpora's dev splits,
+"""The learned readers are trained on what the repository holds: the steps and
+crisis corpora's dev splits and the everyday talk of other corpora's dev splits,
 nothing of calibration or heldout (evaluation.learn)."""
 
 from __future__ import annotations
@@ -27,6 +27,19 @@ def test_the_shipped_reader_was_trained_on_the_dev_split_as_it_is() -> None:
     assert model.trained_on["everyday_digest"] == digest("\n".join(talk)), stale
     assert model.trained_on["split"] == "dev"
     assert set(model.labels) == set(CATALOGUE)
+
+
+def test_the_shipped_crisis_reader_was_trained_on_the_dev_split_as_it_is() -> None:
+    model = shipped("crisis")
+    assert model is not None and model.labels == ("risk",)
+    source = (DATA / "crisis" / "dev.jsonl").read_text(encoding="utf-8")
+    stale = "coachbus/content/learned/crisis.json is stale: run `coachbus eval crisis --train`"
+    assert model.trained_on["digest"] == digest(source), stale
+    talk = learn.crisis_negatives(DATA)
+    assert model.trained_on["everyday_digest"] == digest("\n".join(talk)), stale
+    assert model.trained_on["split"] == "dev"
+    # Its bar: the lowest at which its out-of-fold reads were 0.95 precise.
+    assert model.bar >= learn.CHECK_IN_PRECISION - 0.05
 
 
 def test_everyday_talk_comes_from_one_split_only() -> None:
