@@ -108,7 +108,7 @@ async def test_a_plan_told_in_three_messages_escalates_on_the_third(
     rs = running_stack
     session = f"conv-{uuid.uuid4().hex[:6]}"
     pieces = [
-        "I wrote letters to my parents and my sister today.",
+        "Gave away my bike and my records this week.",
         "Can you help me plan my week? Work is busy.",
         "It'll all be sorted by the weekend.",
     ]

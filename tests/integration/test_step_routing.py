@@ -1,11 +1,11 @@
 """The step screen's measured confidence routes for real (issue #28), over the broker.
 
 Seven processes on the embedded broker, a scripted model as the small tier, and a
-policy where only the blocked-steps decision may reach it (at the shipped bar). A
-message the rules find no step in reports "no step" at the confidence measured for
-it (about 0.6, below the bar): the model is asked, and the step it quotes is blocked.
-A message with a step the rules find reports the measured 0.89: the model is never
-asked about it, and the block stands.
+policy where only the blocked-steps decision may reach it (at the shipped bar, 0.9).
+A message neither reader finds a step in reports "no step" at the confidence
+measured for it (below the bar), a step only the learned reader found likewise: the
+model is asked, and the step it quotes is blocked. A step both readers find reports
+the measured 0.95: the model is never asked about it, and the block stands.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ import pytest
 import pytest_asyncio
 
 from coachbus.confidence import measured
+from coachbus.llm import Policy
+from coachbus.safety.steps import step_screen
 from tests.fault.conftest import read_topic, running, stack_env
 from tests.integration.conftest import RunningStack
 from tests.integration.scripted_llm import Script, ScriptedLLM, serve
@@ -28,14 +30,21 @@ from tests.integration.scripted_llm import Script, ScriptedLLM, serve
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 
 HERE = Path(__file__).parent
-USERS = ("nora", "otto", "pia")
+USERS = ("nora", "otto", "pia", "quinn")
 KEYS = {u: f"key-{u}-0123456789" for u in USERS}
 
-# Said without any word the rules read as cutting sleep; the model quotes it.
+# Said without any word the rules read as cutting sleep: only the learned reader
+# finds it (its own outcome, under the bar); the model quotes it.
 UNSEEN = "I'll study through the nights until the exam (nightowl), whatever it takes."
 STEPS_ANSWER = json.dumps(
     {"steps": [{"step_id": "sleep_deprivation", "evidence": "study through the nights"}]}
 )
+# Neither reader finds the step: an uncertain "no step", which the model reads.
+NEITHER = "The exam is in a week (larkspur), so the nights are for the books now."
+NEITHER_ANSWER = json.dumps(
+    {"steps": [{"step_id": "sleep_deprivation", "evidence": "the nights are for the books"}]}
+)
+BAR = Policy.load(HERE / "step_routing_policy.toml").for_kind("blocked_steps").min_confidence
 FOUND = "Tomorrow I quit my job (quartz), no backup plan at all."
 # One step the rules find, beside another step domain they read nothing risky in:
 # the hit_more outcome, under the bar, so the model reads it and finds the second.
@@ -58,7 +67,11 @@ async def stack(
     kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[tuple[RunningStack, ScriptedLLM]]:
     llm = ScriptedLLM(
-        {"nightowl": Script(STEPS_ANSWER), "saffron": Script(BESIDE_ANSWER)},
+        {
+            "nightowl": Script(STEPS_ANSWER),
+            "larkspur": Script(NEITHER_ANSWER),
+            "saffron": Script(BESIDE_ANSWER),
+        },
         Script('{"steps": []}'),
     )
     async with serve(llm) as base_url:
@@ -98,7 +111,8 @@ async def test_a_confident_block_costs_no_model_call(
     stack: tuple[RunningStack, ScriptedLLM],
 ) -> None:
     rs, llm = stack
-    assert measured("blocked_steps").of("hit") >= 0.8
+    # The premise, measured: both readers find it, and that answer clears the bar.
+    assert step_screen(FOUND).outcome == "agreed" and step_screen(FOUND).confidence >= BAR
     result = await _stability_result(rs, "otto", FOUND)
     assert [b["step_id"] for b in result["payload"]["blocked_steps"]] == ["quit_job_abruptly"]
     assert not [r for r in llm.requests if "quartz" in r], "a found step still cost a call"
@@ -108,8 +122,10 @@ async def test_a_confident_block_costs_no_model_call(
 @pytest.mark.parametrize(
     ("user", "text", "outcome", "marker", "expected"),
     [
-        # An uncertain "no step": the rules read nothing in the message.
-        ("nora", UNSEEN, "none", "nightowl", {"sleep_deprivation"}),
+        # A step only the learned reader found: the model checks it.
+        ("nora", UNSEEN, "learned", "nightowl", {"sleep_deprivation"}),
+        # An uncertain "no step": neither reader found anything.
+        ("quinn", NEITHER, "none", "larkspur", {"sleep_deprivation"}),
         # A step found beside another step domain (hit_more): the model adds the second.
         ("pia", BESIDE, "hit_more", "saffron", {"quit_job_abruptly", "crash_diet"}),
     ],
@@ -123,7 +139,9 @@ async def test_an_answer_under_the_bar_reaches_the_model(
     expected: set[str],
 ) -> None:
     rs, llm = stack
-    assert measured("blocked_steps").of(outcome) < 0.8  # the premise, measured
+    screen = step_screen(text)  # the premise, measured
+    assert screen.outcome == outcome and screen.confidence == measured("blocked_steps").of(outcome)
+    assert screen.confidence < BAR
     result = await _stability_result(rs, user, text)
     assert [r for r in llm.requests if marker in r], f"the model never read {user}'s message"
     blocked = {b["step_id"] for b in result["payload"]["blocked_steps"]}
