@@ -23,15 +23,14 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "eval"
 # rule was tuned on. Goal: recall >= 0.95, precision >= 0.90, affirmed check-ins
 # >= 0.99; not reached (docs/eval.md says why: on fresh text the writers' check-ins
 # mostly follow a first message the rules do not read as risky, and tuning on dev
-# moves dev more than heldout). Measured on the three heldout rounds (303
-# conversations) after the crisis screen gained its learned reader (a first message
-# no rule reads as risk is asked about when the reader reads it so): recall 0.871,
-# precision 0.924, affirmed check-ins 0.887 (the message alone: 0.150). Before it,
-# after dev round 6: 0.829 / 0.928 / 0.803; the precision floor came down by one
-# conversation for 13 more caught.
-HELDOUT_FLOOR_RECALL = 0.871
-HELDOUT_FLOOR_PRECISION = 0.924
-HELDOUT_FLOOR_AFFIRMED = 0.887
+# moves dev more than heldout). Measured on the four heldout rounds (403
+# conversations) with the crisis screen's learned reader: recall 0.831, precision
+# 0.916, affirmed check-ins 0.806. The fourth round (100, fresh, scored once) read
+# 0.705 / 0.886, affirmed 0.545; the first three 0.871 / 0.924 / 0.887 (0.829 /
+# 0.928 / 0.803 before the learned reader).
+HELDOUT_FLOOR_RECALL = 0.831
+HELDOUT_FLOOR_PRECISION = 0.916
+HELDOUT_FLOOR_AFFIRMED = 0.806
 
 
 @pytest.fixture(scope="module")
