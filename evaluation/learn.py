@@ -64,22 +64,29 @@ def everyday_negatives(data: Path) -> list[str]:
     return [t for t in everyday(data, "dev") if not any(not h.learned for h in step_screen(t).hits)]
 
 
+def _provenance(corpus: str, data: Path, items: int, talk: list[str]) -> dict[str, object]:
+    """What a reader was trained on, written beside its weights: the digests let a
+    test tell when a dev file moved and the weights did not."""
+    source = (data / corpus / "dev.jsonl").read_text("utf-8")
+    return {
+        "corpus": corpus,
+        "split": "dev",
+        "items": items,
+        "digest": digest(source),
+        "everyday": len(talk),
+        "everyday_digest": digest("\n".join(talk)),
+    }
+
+
 def train_steps(data: Path) -> LinearModel:
+    """The step screen's learned reader: one label per catalogue step, on the steps
+    corpus's dev split and :func:`everyday_negatives`."""
     items = load_raw("steps", "dev", data)
     texts, targets = _inputs(items)
     talk = everyday_negatives(data)
     texts += [(normalize(t), []) for t in talk]
     targets += [set() for _ in talk]
-    source = (data / "steps" / "dev.jsonl").read_text("utf-8")
-    trained_on = {
-        "corpus": "steps",
-        "split": "dev",
-        "items": len(items),
-        "digest": digest(source),
-        "everyday": len(talk),
-        "everyday_digest": digest("\n".join(talk)),
-    }
-    return _fit(texts, targets, sorted(CATALOGUE), trained_on)
+    return _fit(texts, targets, sorted(CATALOGUE), _provenance("steps", data, len(items), talk))
 
 
 def crisis_negatives(data: Path) -> list[str]:
@@ -111,15 +118,7 @@ def train_crisis(data: Path) -> LinearModel:
     texts += [(normalize(t), []) for t in talk]
     targets = [{RISK} if i["label"] != "none" else set() for i in items]
     targets += [set() for _ in talk]
-    source = (data / "crisis" / "dev.jsonl").read_text("utf-8")
-    trained_on = {
-        "corpus": "crisis",
-        "split": "dev",
-        "items": len(items),
-        "digest": digest(source),
-        "everyday": len(talk),
-        "everyday_digest": digest("\n".join(talk)),
-    }
+    trained_on = _provenance("crisis", data, len(items), talk)
     return _fit(texts, targets, [RISK], trained_on, min_precision=CHECK_IN_PRECISION)
 
 
