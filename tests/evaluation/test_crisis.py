@@ -75,13 +75,14 @@ def test_eval_cli_calibration_split_lists_no_items(capsys: pytest.CaptureFixture
 # suite fails if a change makes the screen worse on messages no rule was tuned on.
 # The target is recall >= 0.98 and precision >= 0.90; the rules do not reach it yet
 # (recall is short; see docs/eval.md), and these floors only ever go up. Measured:
-# recall 0.940, precision 0.898 on 576 items with the learned reader (a message the
+# recall 0.940, precision 0.901 on 576 items with the learned reader (a message the
 # rules read as clean and it reads as risk is asked about), retrained on the crisis
-# dev round of 200; on the 436 items heldout held before it grew, 0.946 / 0.912 (the
-# rules alone 0.800 / 0.906). The reader's first version read 0.928 / 0.900: one
-# ordinary message more is asked about, four more people at risk are.
+# dev round of 200, and that round's rules (a past that is over said in new ways, a
+# partner's threat tied to leaving); on the 436 items heldout held before it grew,
+# 0.946 / 0.915 (the rules alone 0.800 / 0.906). The reader's first version read
+# 0.928 / 0.900.
 HELDOUT_FLOOR_RECALL = 0.940
-HELDOUT_FLOOR_PRECISION = 0.898
+HELDOUT_FLOOR_PRECISION = 0.900
 
 
 def test_heldout_floors_of_the_deterministic_tier() -> None:
