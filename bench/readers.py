@@ -3,8 +3,8 @@
 ``python -m bench.readers`` screens the messages of the crisis and steps corpora's
 dev splits (a few thousand real-looking messages) several times, interleaving the
 two variants so both meet the same machine noise, and prints per-message time of
-each and their ratio. The crisis screen's memo is cleared before every message: a
-turn's first screen of a text is the cost that matters (the memo serves the rest).
+each and their ratio. Both screens' memos are cleared before every message: a turn's
+first screen of a text is the cost that matters (the memo serves the rest).
 
 Without a reader is the screen as it was before the readers existed; the readers are
 switched off by hiding them from ``coachbus.learned.shipped`` for the run.
@@ -56,6 +56,7 @@ def _crisis(text: NormalizedText) -> None:
 
 
 def _steps(text: NormalizedText) -> None:
+    steps.clear_memo()
     steps.step_screen(text)
 
 

@@ -49,11 +49,14 @@ def everyday(data: Path, split: Split) -> list[str]:
     turn of the patterns corpus. The steps corpus is dense with risk (its hard
     negatives look risky on purpose); without these a reader learns topics, not
     steps, and "how do I sleep better?" reads as cutting sleep."""
-    found: list[str] = []
-    found += [item["text"] for item in load_raw("crisis", split, data) if item["label"] == "none"]
-    found += [item["text"] for item in load_raw("register", split, data)]
-    found += [turn for item in load_raw("patterns", split, data) for turn in item["turns"]]
-    return found
+    crisis = [item["text"] for item in load_raw("crisis", split, data) if item["label"] == "none"]
+    return crisis + _coaching_talk(data, split)
+
+
+def _coaching_talk(data: Path, split: Split) -> list[str]:
+    """The register corpus's messages and every turn of the patterns corpus."""
+    talk = [item["text"] for item in load_raw("register", split, data)]
+    return talk + [turn for item in load_raw("patterns", split, data) for turn in item["turns"]]
 
 
 def everyday_negatives(data: Path) -> list[str]:
@@ -92,8 +95,7 @@ def train_steps(data: Path) -> LinearModel:
 def crisis_negatives(data: Path) -> list[str]:
     """Ordinary talk for the crisis reader, from dev splits only: the register and
     patterns corpora's messages, and the steps and conflicts corpora's."""
-    talk = [item["text"] for item in load_raw("register", "dev", data)]
-    talk += [turn for item in load_raw("patterns", "dev", data) for turn in item["turns"]]
+    talk = _coaching_talk(data, "dev")
     # Risky steps and ambition are not a crisis: the steps corpus's messages and the
     # conflicts corpus's turns (a crisis turn among them left out) teach the reader
     # that a bold plan or a hard week is not distress.

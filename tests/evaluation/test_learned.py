@@ -4,6 +4,7 @@ nothing of calibration or heldout (evaluation.learn)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -57,3 +58,15 @@ def test_train_refuses_every_corpus_but_steps_and_every_split_but_dev(
     assert cli.main(["steps", "--train", "--split", "heldout", "--data", str(DATA)]) == 2
     assert cli.main(["patterns", "--train", "--data", str(DATA)]) == 2
     assert "dev split only" in capsys.readouterr().err
+
+
+def test_the_steps_report_says_how_much_ordinary_talk_is_blocked(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from evaluation import cli
+
+    assert cli.main(["steps", "--split", "heldout", "--data", str(DATA), "--json"]) == 0
+    tier = json.loads(capsys.readouterr().out)["corpora"]["steps"]["tiers"]["deterministic"]
+    talk = tier["everyday_flagged"]
+    assert talk["messages"] == len(learn.everyday(DATA, "heldout"))
+    assert 0 <= talk["flagged"] <= talk["messages"]

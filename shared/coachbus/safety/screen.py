@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from coachbus.contracts.payloads import CheckInQuestion, CrisisCategory, CrisisScreen, Risk
-from coachbus.learned import shipped
+from coachbus.learned import LinearModel, shipped
 from coachbus.normalize import NormalizedText, normalized
 from coachbus.safety.calibration import CLEAN, LEARNED, UNCERTAIN, Calibration, calibration
 from coachbus.safety.prefilter import Pattern, WordIndex, word_index
@@ -135,12 +135,12 @@ def _negated(book: RuleBook, text: str, start: int) -> bool:
 # Screens already made, by normalised text (a finding depends on nothing else).
 # Coach, Stability, Shadow and Synth each screen a turn's message (Shadow and Synth
 # twice), so a process screened the same text several times per turn. A Finding is
-# frozen (tuples only), so a cached one can be shared; the memo holds the rule book
-# and calibration it was computed with and is emptied when either changes (tests
-# that load another book stay correct).
+# frozen (tuples only), so a cached one can be shared; the memo holds the rule book,
+# calibration and learned reader it was computed with and is emptied when any of
+# them changes (tests that load another book or switch the reader stay correct).
 _MEMO_SIZE = 256
 _memo: OrderedDict[str, Finding] = OrderedDict()
-_memo_for: tuple[RuleBook, Calibration] | None = None
+_memo_for: tuple[RuleBook, Calibration, LinearModel | None] | None = None
 
 
 def clear_memo() -> None:
@@ -157,10 +157,11 @@ def assess(
     global _memo_for
     book = book or rulebook()
     cal = cal or calibration()
+    reader = shipped("crisis")
     owner = _memo_for
-    if owner is None or owner[0] is not book or owner[1] is not cal:
+    if owner is None or owner[0] is not book or owner[1] is not cal or owner[2] is not reader:
         _memo.clear()
-        _memo_for = (book, cal)
+        _memo_for = (book, cal, reader)
     said = normalized(text).text
     found = _memo.get(said)
     if found is not None:

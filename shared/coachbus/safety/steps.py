@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Literal
 
 from coachbus import content
@@ -308,8 +309,6 @@ class StepHit:
     # Found by the learned reader alone (coachbus.learned), not by a rule; the
     # trigger then names the n-grams that weighed most.
     learned: bool = False
-    # The learned reader, asked too, found exactly the steps the rules found.
-    agreed: bool = False
 
     @property
     def conditional(self) -> bool:
@@ -337,8 +336,22 @@ def step_screen(
     condition either stated now or remembered from earlier turns. Two readers: the
     catalogue's rules, and the learned reader (coachbus.learned) for wordings the
     rules never saw; a step either finds counts.
+
+    Memoised: Stability screens a turn's message for its payload and again for the
+    router's confidence. The shipped reader is part of the key, so a screen made
+    with it is never served where it is switched off. The result is shared: do not
+    change its hits in place.
     """
-    message = normalized(text)
+    return _screen(normalized(text), frozenset(conditions), id(shipped("steps")))
+
+
+def clear_memo() -> None:
+    """Forget every step screen made (a benchmark of the uncached cost)."""
+    _screen.cache_clear()
+
+
+@lru_cache(maxsize=256)
+def _screen(message: NormalizedText, conditions: frozenset[str], _reader: int) -> StepScreen:
     said = message.text
     here = _conditions_in(said) | set(conditions)
     found: list[tuple[StepSpec, str]] = []
@@ -367,7 +380,7 @@ def step_screen(
         doubt=doubt,
     )
     confidence = measured("blocked_steps").of(outcome)
-    hits = [StepHit(spec, words, confidence, more=more, agreed=agreed) for spec, words in found] + [
+    hits = [StepHit(spec, words, confidence, more=more) for spec, words in found] + [
         StepHit(spec, words, confidence, more=more, learned=True) for spec, words in added
     ]
     return StepScreen(hits, outcome, confidence)
@@ -376,8 +389,9 @@ def step_screen(
 def screen_steps(
     text: str | NormalizedText, conditions: set[str] | frozenset[str] = frozenset()
 ) -> list[StepHit]:
-    """The hits of :func:`step_screen` alone (for readers that weigh no confidence)."""
-    return step_screen(text, conditions).hits
+    """The hits of :func:`step_screen` alone (for readers that weigh no confidence),
+    a list of the caller's own."""
+    return list(step_screen(text, conditions).hits)
 
 
 def _learned_steps(
@@ -527,6 +541,7 @@ __all__ = [
     "StepHit",
     "StepScreen",
     "StepSpec",
+    "clear_memo",
     "detect_conditions",
     "markers_of",
     "safer_phrase",

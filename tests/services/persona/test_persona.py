@@ -96,3 +96,24 @@ def test_redelivery_is_idempotent() -> None:
     again, second = observe(p, None, m)
     assert again is p
     assert second == first
+
+
+@pytest.mark.parametrize(
+    ("said", "ambition", "kept"),
+    [
+        # "goal:" then a space: the colon once ended the match without a word boundary.
+        ("Goal for this year: compete in my first powerlifting meet.", True, False),
+        ("I want a 200 kg deadlift on the platform.", True, False),
+        ("Bar exam in six weeks and I'm going to pass it first try.", True, False),
+        ("8 weeks in and I've hit every single session.", False, True),
+        # A streak said through a negated miss is follow-through, not a setback.
+        ("Down 9 kg, logged every meal, didn't miss one gym day.", False, True),
+        ("Alle Läufe nach Plan, keinen einzigen ausgelassen.", False, True),
+    ],
+)
+def test_the_record_of_ambition_reads_goals_and_streaks(
+    said: str, ambition: bool, kept: bool
+) -> None:
+    profile, _ = observe(None, None, msg(said))
+    assert (profile.ambition_turns == 1) is ambition
+    assert (profile.kept_turns == 1) is kept

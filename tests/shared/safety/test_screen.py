@@ -3,12 +3,16 @@ data is tests/shared/test_crisis.py."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from coachbus.contracts.payloads import CrisisCategory, CrisisScreen
+from coachbus.learned import LinearModel
 from coachbus.llm import Policy
 from coachbus.normalize import NormalizedText
-from coachbus.safety.calibration import CLEAN, UNCERTAIN, calibration
+from coachbus.safety import screen
+from coachbus.safety.calibration import CLEAN, LEARNED, UNCERTAIN, calibration
 from coachbus.safety.screen import (
     assess,
     is_crisis,
@@ -161,3 +165,63 @@ def test_the_asks_table_is_checked(table: str, error: str) -> None:
     text = text.replace("[asks]\n", "[asks_shipped]\n", 1) + "\n" + table
     with pytest.raises(ValueError, match=error):
         parse_rulebook(text)
+
+
+# --------------------------------------------------------------------------- learned reader
+
+
+def _always(label: str, probability: float, bar: float = 0.5) -> LinearModel:
+    """A reader that reads every message as ``label`` at ``probability``: no
+    n-grams, an intercept at that rate (what the mechanism does, whatever the
+    shipped weights)."""
+    logit = math.log(probability / (1 - probability))
+    return LinearModel((label,), {}, {label: {}}, {label: logit}, bar, {})
+
+
+def test_the_learned_reader_asks_where_the_rules_saw_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(screen, "shipped", lambda name: _always(screen.RISK, 0.99))
+    ordinary = screen.assess("I went to the gym and then cooked dinner for us")
+    assert ordinary.outcome == LEARNED and ordinary.uncertain and ordinary.flagged
+    assert ordinary.category is CrisisCategory.NONE  # never a crisis on n-grams alone
+    assert ordinary.matched[0].startswith("learned: ")
+    # A few words are the rules' alone.
+    assert screen.assess("sounds good, thanks").outcome == CLEAN
+    # A risk phrase the rules read and set aside (told as history) stays set aside.
+    told = "Years ago I wanted to die. Therapy helped, I'm doing well now."
+    assert screen.assess(told).outcome == CLEAN
+
+
+def test_a_screen_made_with_one_reader_is_not_served_with_another(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    said = "I went to the gym and then cooked dinner for us"
+    assert screen.assess(said).outcome == CLEAN  # the shipped reader: nothing
+    monkeypatch.setattr(screen, "shipped", lambda name: _always(screen.RISK, 0.99))
+    assert screen.assess(said).outcome == LEARNED
+
+
+def test_a_threat_to_kill_tied_to_leaving_is_abuse_in_verb_second_order() -> None:
+    said = "er hat gesagt wenn ich ihn verlass bringt er mich um. und ich glaub ihm das"
+    assert screen_crisis(said).category is C.ABUSE
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "five years ago I was in a really dark place and tried to end it. "
+        "I'm in a good spot now and want to run my first half marathon",
+        "used to self harm in uni. clean 6 years now.",
+        "After my divorce I had a few bad months where I didn't want to live. "
+        "That's long behind me, therapy helped.",
+        "Meine alten Narben vom Ritzen sieht man im Freibad noch. Ist lang her und ich steh dazu.",
+    ],
+)
+def test_a_past_that_is_over_said_in_new_ways_is_no_crisis(message: str) -> None:
+    assert not screen_crisis(message).escalated
+
+
+def test_done_fighting_it_is_asked_about() -> None:
+    said = "I'm not going to make it through another winter like the last one. I'm done fighting it"
+    assert needs_check_in(screen_crisis(said))

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from coachbus.confidence import measured, steps_outcome
+from coachbus.learned import LinearModel
 from coachbus.normalize import NormalizedText
 from coachbus.safety import steps
 from coachbus.text import find_markers
@@ -288,3 +291,32 @@ def test_a_step_in_words_no_rule_has_is_found_by_the_learned_reader() -> None:
 def test_everyday_talk_reads_as_no_step() -> None:
     for said in ("ok", "ja", "Anyway, how do I sleep better?", "I want to learn Spanish."):
         assert steps.step_screen(said).hits == [], said
+
+
+def _reader(label: str, base: float, weights: dict[str, float], bar: float = 0.5) -> LinearModel:
+    """A reader for ``label`` alone: its base rate and a few n-gram weights."""
+    idf = dict.fromkeys(weights, 1.0)
+    bias = {label: math.log(base / (1 - base))}
+    return LinearModel((label,), idf, {label: weights}, bias, bar, {})
+
+
+def test_doubt_needs_evidence_not_just_a_high_base_rate(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Base rate 0.45, over half the bar (0.4): a message the reader has no n-gram
+    # for sits there and is a plain "none"; one whose n-grams lift the odds e-fold
+    # and more, still under the bar, is "none_doubt" (its own, lower, confidence).
+    model = _reader("stop_medication", 0.45, {" zq": 45.0}, bar=0.8)
+    monkeypatch.setattr(steps, "shipped", lambda name: model)
+    assert steps.step_screen("nothing here at all").outcome == "none"
+    leaning = steps.step_screen("zq")
+    assert leaning.outcome == "none_doubt" and leaning.hits == []
+
+
+def test_the_screen_is_made_once_per_message_and_reader(monkeypatch: pytest.MonkeyPatch) -> None:
+    said = "tomorrow i quit my job, no backup plan"
+    first = steps.step_screen(said)
+    assert steps.step_screen(said) is first  # Stability asks twice per turn
+    listed = steps.screen_steps(said)
+    assert listed == first.hits and listed is not first.hits  # the caller's own list
+    # With the reader switched off, a screen made with it is not served.
+    monkeypatch.setattr(steps, "shipped", lambda name: None)
+    assert steps.step_screen(said).outcome == "hit"
