@@ -40,22 +40,24 @@ HIGH = 0.57
 LOW = 0.43
 
 
-def _record_cues() -> tuple[re.Pattern[str], re.Pattern[str]]:
+def _record_cues() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
     doc = content.read("services.persona.content", "record.toml")
-    content.only(doc, doc.raw, ("ambition", "goal_stated"), "")
-    ambition, stated = (
+    keys = ("ambition", "goal_stated", "kept")
+    content.only(doc, doc.raw, keys, "")
+    ambition, stated, kept = (
         re.compile(
             content.pattern(doc, "|".join(content.texts(doc, doc.raw.get(k), k)), k, re.I),
             re.I,
         )
-        for k in ("ambition", "goal_stated")
+        for k in keys
     )
-    return ambition, stated
+    return ambition, stated, kept
 
 
-# The user's own reach for something big (read as readiness to stretch), and a goal
-# stated with intent (part of the record of ambition, not a stretch by itself).
-_AMBITION, _GOAL_STATED = _record_cues()
+# The user's own reach for something big (read as readiness to stretch), a goal
+# stated with intent (part of the record of ambition, not a stretch by itself), and a
+# plan kept in words Shadow's progress cues do not carry (Persona's own reading).
+_AMBITION, _GOAL_STATED, _KEPT = _record_cues()
 
 
 def observe(
@@ -96,10 +98,16 @@ def observe(
         keep = sorted(p.goal_sessions.items(), key=lambda kv: len(kv[1]), reverse=True)
         p.goal_sessions = dict(keep[:MAX_TRACKED_GOALS])
 
-    if _AMBITION.search(msg.text) or _GOAL_STATED.search(msg.text):
+    reach = bool(_AMBITION.search(msg.text))
+    if reach or _GOAL_STATED.search(msg.text):
         p.ambition_turns += 1
-    if not SETBACK_RX.search(msg.text) and (
-        FOLLOW_THROUGH_RX.search(msg.text) or PROGRESS_RX.search(msg.text)
+    if reach:
+        p.reach_turns += 1
+    # Persona's own phrases of a plan kept count even where a setback word appears
+    # ("zero missed gym days" says "missed"); Shadow's broader cues only without one.
+    if _KEPT.search(msg.text) or (
+        not SETBACK_RX.search(msg.text)
+        and (FOLLOW_THROUGH_RX.search(msg.text) or PROGRESS_RX.search(msg.text))
     ):
         p.kept_turns += 1
     if board is not None:
@@ -215,7 +223,18 @@ def growth_opportunities(
     # A record of ambition and follow-through (said big things, reported progress):
     # Persona pushes for the plan in play even when this turn names no goal, so a
     # risky step on it meets Stability's block (safety_over_ambition).
-    record = p.ambition_turns >= 1 and p.kept_turns >= 1
+    # So does a person who said they reach high ("I always aim high"): Persona's guess
+    # is the stretch, and Shadow's evidence (overcommitment, all-or-nothing…) or
+    # Stability's block is what overrules it; Synth lets a stretch through only on a
+    # goal that is on track, so the guess alone never reaches the reply.
+    # A plan kept is a record of its own, said or not ("16 weeks, not one long run
+    # skipped"), except for an anxious person: one good report is not yet a reason to
+    # push them.
+    record = (
+        (p.ambition_turns >= 1 and p.kept_turns >= 1)
+        or p.reach_turns >= 1
+        or (p.kept_turns >= 1 and n < HIGH)
+    )
     if current is None and record and msg is not None:
         domains = domains_of(msg.text)
         # With a record and no domain named (a novel, a show, "the plan"), the push

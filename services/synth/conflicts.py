@@ -49,11 +49,16 @@ FOLLOW_THROUGH_GAP = 20
 # Challenge Plasticity may ask for while a risky step is on the table.
 SAFE_CHALLENGE = 0.3
 # Shadow's patterns that argue against stretching a goal right now.
-_AGAINST_STRETCH = (
+AGAINST_STRETCH = (
     PatternClass.OVERCOMMITMENT,
     PatternClass.ALL_OR_NOTHING,
     PatternClass.AVOIDANCE,
     PatternClass.SELF_CRITICISM,
+    # A perfect run broken and "start over in January": Shadow often names the
+    # all-or-nothing story by its perfectionism or its restart, and a bolder
+    # commitment feeds both (conflicts dev round 4: +3 found, no new false record).
+    PatternClass.PERFECTIONISM,
+    PatternClass.RESTARTING,
 )
 
 
@@ -186,9 +191,7 @@ def evidence_over_guess_ambition(
     """The pattern named this turn (one that argues against stretching) or an
     avoided goal beats Persona's stretch on ``target``. The value: whether the
     stretch is dropped."""
-    if shadow is None or not (
-        pattern in _AGAINST_STRETCH or target in shadow.payload.avoided_goals
-    ):
+    if shadow is None or not (pattern in AGAINST_STRETCH or target in shadow.payload.avoided_goals):
         return False, []
     conflict = Conflict(
         topic=f"ambition:{target}",

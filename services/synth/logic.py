@@ -70,6 +70,7 @@ from coachbus.text import (
 )
 from services.synth import render as _render
 from services.synth.conflicts import (
+    AGAINST_STRETCH,
     SAFETY_MODES,
     Mode,
     crisis_first,
@@ -183,6 +184,28 @@ def _pattern_to_name(
         if pool:
             return max(pool, key=lambda p: (p.confidence, -p.turns_since))
     return None
+
+
+def _against_stretch(
+    named: PatternClass | None, shadow: ShadowResult | None
+) -> PatternClass | None:
+    """Shadow's evidence against a stretch this turn: the pattern the reply names, or
+    else the surest one of those arguing against a stretch seen in recent turns. A
+    pattern not named (it is not live in this message) still tells Persona's guess
+    what the person's record is: "I said yes to two more projects" two turns ago is
+    overcommitment whatever this turn says."""
+    if named in AGAINST_STRETCH or shadow is None:
+        return named
+    recent = [
+        p
+        for p in shadow.payload.patterns
+        if p.pattern in AGAINST_STRETCH
+        and p.confidence >= PATTERN_MIN_CONFIDENCE
+        and p.turns_since <= PATTERN_MEMORY_TURNS
+    ]
+    if not recent:
+        return named
+    return max(recent, key=lambda p: (p.confidence, -p.turns_since)).pattern
 
 
 def _pick_quote(
@@ -380,7 +403,9 @@ def build_sheet(
         if not dropped:
             dropped, found = crisis_first(mode, stretch=target)
         if not dropped:
-            dropped, found = evidence_over_guess_ambition(target, pattern, shadow)
+            dropped, found = evidence_over_guess_ambition(
+                target, _against_stretch(pattern, shadow), shadow
+            )
         conflicts += found
         if not dropped and (
             signal is TurnSignal.PROGRESS

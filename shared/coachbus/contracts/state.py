@@ -202,6 +202,11 @@ class PersonaProfile(StateRecord):
     # on, even on a turn that names no goal of its own.
     ambition_turns: int = Field(default=0, ge=0)
     kept_turns: int = Field(default=0, ge=0)
+    # Of those, the turns that reached for something big themselves ("I aim high",
+    # "all in this time"), not only a goal stated: an ambitious person, whom Persona
+    # pushes to stretch even before any plan was kept (Synth weighs the push against
+    # Shadow's evidence and Stability's blocks, and lets it through only on track).
+    reach_turns: int = Field(default=0, ge=0)
 
 
 # --------------------------------------------------------------------------- Stability

@@ -109,6 +109,18 @@ def test_redelivery_is_idempotent() -> None:
         # A streak said through a negated miss is follow-through, not a setback.
         ("Down 9 kg, logged every meal, didn't miss one gym day.", False, True),
         ("Alle Läufe nach Plan, keinen einzigen ausgelassen.", False, True),
+        # A goal as a heading, without its "I", or with a deadline.
+        ("goal: sub 2 half in oct", True, False),
+        ("Ziel: 100 kg Bankdrücken.", True, False),
+        ("wanna hit 70kg for my sisters wedding", True, False),
+        ("A half marathon before next summer.", True, False),
+        # Persona's own phrases of a plan kept, even beside the word "missed".
+        ("9kg down in 4 months, every meal logged, zero missed gym days", False, True),
+        ("shipped login and payments this week exactly like I planned", False, True),
+        ("Halbes Jahr Training, alles abgehakt.", False, True),
+        # Not a plan kept: a miss, a plain week.
+        ("Missed two runs this week.", False, False),
+        ("Work was busy, nothing much else.", False, False),
     ],
 )
 def test_the_record_of_ambition_reads_goals_and_streaks(
@@ -117,3 +129,38 @@ def test_the_record_of_ambition_reads_goals_and_streaks(
     profile, _ = observe(None, None, msg(said))
     assert (profile.ambition_turns == 1) is ambition
     assert (profile.kept_turns == 1) is kept
+
+
+def test_saying_you_aim_high_is_a_record_persona_stretches_on() -> None:
+    # No plan kept yet: the reach itself is Persona's reason to push (Synth weighs
+    # the push against Shadow's evidence before anything reaches the reply).
+    profile: PersonaProfile | None = None
+    texts = [
+        "My big goal is a book deal by next year, I always aim high.",
+        "I didn't write at all this week, I scrolled instead.",
+    ]
+    for i, text in enumerate(texts):
+        profile, payload = observe(profile, None, msg(text, turn=f"t{i}"))
+    assert profile is not None and profile.reach_turns == 1 and profile.kept_turns == 0
+    assert payload.stretch_goals
+
+
+def test_a_goal_stated_without_reach_or_record_is_no_stretch() -> None:
+    profile: PersonaProfile | None = None
+    for i, text in enumerate(["I want to read more.", "Work was busy this week."]):
+        profile, payload = observe(profile, None, msg(text, turn=f"t{i}"))
+    assert profile is not None and profile.reach_turns == 0
+    assert payload.stretch_goals == []
+
+
+def test_a_plan_kept_is_a_record_but_not_for_an_anxious_person() -> None:
+    kept = "16 weeks of training, not one long run skipped."
+    profile, _ = observe(None, None, msg("Race is on sunday.", turn="t0"))
+    _, payload = observe(profile, None, msg(kept, turn="t1"))
+    assert payload.stretch_goals
+    anxious: PersonaProfile | None = None
+    worry = "I'm so anxious and stressed, I worry about everything and panic easily."
+    for i in range(4):
+        anxious, _ = observe(anxious, None, msg(worry, turn=f"w{i}", session=f"s{i}"))
+    _, payload = observe(anxious, None, msg(kept, turn="t1"))
+    assert payload.stretch_goals == []

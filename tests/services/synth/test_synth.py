@@ -13,7 +13,7 @@ from coachbus.contracts.payloads import (
     DecisionSheet,
     SheetTone,
 )
-from evaluation.chain import results_for
+from evaluation.chain import Chain, results_for
 from services.coach.logic import quick_reply
 from services.persona.logic import observe as persona_observe
 from services.plasticity.logic import plan
@@ -240,3 +240,21 @@ def test_an_unclear_answer_is_asked_again_gently() -> None:
     assert out.sheet.mode == "check_in"
     assert "ask once more" in out.text and "988" in out.text
     assert out.problems == []
+
+
+def test_a_pattern_seen_in_an_earlier_turn_overrules_persona_s_stretch() -> None:
+    # Overcommitment shows in the second message; the third names no pattern of its
+    # own, yet Shadow's record still argues against Persona's push ("I always aim
+    # high"): the stretch is dropped by evidence_over_guess.
+    chain = Chain()
+    texts = [
+        "I want to run a marathon in spring, I always aim high.",
+        "I also said yes to leading two projects at work and I'm renovating the flat.",
+        "And I want to learn Spanish this month too.",
+    ]
+    for i, text in enumerate(texts):
+        step = chain.turn(msg(text, turn=f"t{i}"))
+    assert step.persona.stretch_goals
+    assert any(p.turns_since > 0 for p in step.shadow.patterns)
+    rules = {(c.winner, c.overruled, c.rule) for c in step.final.sheet.conflicts}
+    assert ("shadow", "persona", "evidence_over_guess") in rules
