@@ -40,6 +40,7 @@ from coachbus.safety.steps import (
     CATALOGUE,
     CONDITION_TTL,
     StepHit,
+    detect_cleared,
     detect_conditions,
     endangered_by,
     step_screen,
@@ -92,6 +93,16 @@ def assess(
 
     for cond in detect_conditions(said):
         s.conditions[cond] = turn + CONDITION_TTL[cond]
+    for cond in detect_cleared(said):
+        # Said to be over ("the physio cleared me"): forgotten, so training again is
+        # no longer read as training while injured, and a block carried from an earlier
+        # turn that rested on it ends. Only explicit all-clears count.
+        s.conditions.pop(cond, None)
+        s.active_blocks = {
+            k: v
+            for k, v in s.active_blocks.items()
+            if k not in CATALOGUE or CATALOGUE[k].needs_condition != cond
+        }
     if crisis.category is CrisisCategory.ABUSE:
         s.conditions["abuse"] = turn + CONDITION_TTL["abuse"]
     conditions = _active_conditions(s, turn)

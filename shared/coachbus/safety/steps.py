@@ -21,7 +21,7 @@ from coachbus import content
 from coachbus.confidence import measured, steps_outcome
 from coachbus.content.phrases import phrase
 from coachbus.contracts.payloads import BlockedStep, Risk
-from coachbus.learned import shipped
+from coachbus.learned import LinearModel, shipped
 from coachbus.normalize import NormalizedText, fold_pattern, normalized
 from coachbus.text import DOMAIN_ORDER, Language, Phrase, Register, domains_of, find_markers
 
@@ -164,7 +164,7 @@ def _combos(doc: content.Doc, value: object, at: str) -> tuple[Combo, ...]:
             Combo(
                 act=_patterns(doc, raw.get("act"), f"{at}[{k}].act"),
                 object=_patterns(doc, raw.get("object"), f"{at}[{k}].object"),
-                window=content.integer(doc, raw.get("window"), f"{at}[{k}].window", 0, 12),
+                window=content.integer(doc, raw.get("window"), f"{at}[{k}].window", 0, 30),
             )
         )
     return tuple(out)
@@ -216,7 +216,9 @@ def _top(key: str) -> re.Pattern[str]:
     return _patterns(doc, doc.raw.get(key), key)
 
 
-def _catalogue() -> tuple[dict[str, StepSpec], dict[str, int], dict[str, re.Pattern[str]]]:
+def _catalogue() -> tuple[
+    dict[str, StepSpec], dict[str, int], dict[str, re.Pattern[str]], dict[str, re.Pattern[str]]
+]:
     doc = content.read("coachbus.content", "risky_steps.toml")
     content.only(
         doc,
@@ -238,19 +240,22 @@ def _catalogue() -> tuple[dict[str, StepSpec], dict[str, int], dict[str, re.Patt
     )
     ttl: dict[str, int] = {}
     cues: dict[str, re.Pattern[str]] = {}
+    clears: dict[str, re.Pattern[str]] = {}
     for name, raw in content.table(doc, doc.raw.get("condition"), "condition").items():
         at = f"condition.{name}"
-        content.only(doc, content.table(doc, raw, at), ("ttl", "cues"), at)
+        content.only(doc, content.table(doc, raw, at), ("ttl", "cues", "clears"), at)
         ttl[name] = content.integer(doc, raw.get("ttl"), f"{at}.ttl", 1)
         if "cues" in raw:
             cues[name] = _patterns(doc, raw["cues"], f"{at}.cues")
+        if "clears" in raw:
+            clears[name] = _patterns(doc, raw["clears"], f"{at}.clears")
     steps: dict[str, StepSpec] = {}
     for i, raw in enumerate(content.array(doc, doc.raw.get("step"), "step")):
         spec = _step(doc, raw, f"step[{i}]", set(ttl))
         if spec.step_id in steps:
             raise doc.fail(f"step[{i}].id", f"{spec.step_id!r} is listed twice")
         steps[spec.step_id] = spec
-    return steps, ttl, cues
+    return steps, ttl, cues, clears
 
 
 # Words that turn a safe arrangement said before them into one the person defies.
@@ -284,14 +289,27 @@ def _reply_voice() -> tuple[tuple[re.Pattern[str], str], ...]:
 
 
 _REPLY_VOICE = _reply_voice()
-# The steps; how long (in turns) Stability remembers each standing condition; and
-# the cues that reveal a condition in a message.
-CATALOGUE, CONDITION_TTL, _CONDITIONS = _catalogue()
+# The steps; how long (in turns) Stability remembers each standing condition; the
+# cues that reveal a condition in a message; and those that say it is over.
+CATALOGUE, CONDITION_TTL, _CONDITIONS, _CLEARS = _catalogue()
 
 
 def detect_conditions(text: str | NormalizedText) -> set[str]:
-    """The standing conditions (an injury, medication) a message reveals."""
-    return _conditions_in(normalized(text).text)
+    """The standing conditions (an injury, medication) a message reveals, less those
+    it says are over ("the physio cleared me": the word "physio" reveals no injury)."""
+    said = normalized(text).text
+    return _conditions_in(said) - _cleared_in(said)
+
+
+def detect_cleared(text: str | NormalizedText) -> set[str]:
+    """The standing conditions a message says are over: an injury healed, the
+    physio's all-clear. Stability forgets them, so an earlier injury no longer makes
+    "back to training three times a week" a risky step."""
+    return _cleared_in(normalized(text).text)
+
+
+def _cleared_in(normalised: str) -> set[str]:
+    return {name for name, rx in _CLEARS.items() if rx.search(normalised)}
 
 
 def _conditions_in(normalised: str) -> set[str]:
@@ -353,7 +371,7 @@ def clear_memo() -> None:
 @lru_cache(maxsize=256)
 def _screen(message: NormalizedText, conditions: frozenset[str], _reader: int) -> StepScreen:
     said = message.text
-    here = _conditions_in(said) | set(conditions)
+    here = (_conditions_in(said) | set(conditions)) - _cleared_in(said)
     found: list[tuple[StepSpec, str]] = []
     for spec in CATALOGUE.values():
         words = spec.found_in(said)
@@ -417,16 +435,22 @@ def _learned_steps(
     doubt = False
     for step_id, p in model.probabilities(said, extra).items():
         spec = CATALOGUE.get(step_id)
-        if spec is None or p < model.bar / 2:
+        bar = model.bar
+        if spec is None or p < bar / 2:
             continue
         if spec.needs_condition and spec.needs_condition not in here:
             continue
         if spec._arranged(said):
             continue
-        if p < model.bar:
+        if p < bar:
             # Doubt needs evidence: half the bar, and odds at least e times the
             # step's base rate (a two-word "ok" sits at the base rate: no lean).
             doubt = doubt or model.lift(step_id, p) >= 1.0
+            continue
+        if spec.needs_condition and _only_the_condition(model, said, extra, spec, bar):
+            # "Mein Knie tut weh seit Sonntag": the reader read the injury, not an act
+            # while injured. A doubt still, so the model is asked.
+            doubt = True
             continue
         read[step_id] = "learned: " + ", ".join(model.evidence(said, step_id, extra))
     return read, doubt
@@ -434,6 +458,19 @@ def _learned_steps(
 
 # The life domains catalogue steps live in (medication, in none, touches all).
 _STEP_DOMAINS = frozenset(s.domain for s in CATALOGUE.values() if s.domain is not None)
+
+
+def _only_the_condition(
+    model: LinearModel, said: str, extra: list[str], spec: StepSpec, bar: float
+) -> bool:
+    """Whether the reader's read of a conditional step rests on the words that only
+    reveal the condition: with them blanked out it falls below the bar. The step is
+    an act while injured (or while abused), and "my knee hurts" is the injury alone."""
+    cue = _CONDITIONS.get(spec.needs_condition)
+    if cue is None or not cue.search(said):
+        return False
+    blanked = cue.sub(lambda m: " " * len(m.group(0)), said)
+    return model.probabilities(blanked, extra)[spec.step_id] < bar
 
 
 def _other_domains(typed: str, found: set[str | None]) -> bool:
@@ -542,6 +579,7 @@ __all__ = [
     "StepScreen",
     "StepSpec",
     "clear_memo",
+    "detect_cleared",
     "detect_conditions",
     "markers_of",
     "safer_phrase",

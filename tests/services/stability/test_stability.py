@@ -36,7 +36,7 @@ def test_ambition_message_blocks_steps_with_risk_frame() -> None:
 
 
 def test_blocks_are_remembered_then_expire() -> None:
-    state, _ = assess(None, None, msg("I'll put all my savings into it.", turn="t0"))
+    state, _ = assess(None, None, msg("I'll put all my savings into the café.", turn="t0"))
     state, p = assess(state, None, msg("Anyway, how do I sleep better?", turn="t1"))
     (kept,) = p.blocked_steps
     assert kept.step_id == "all_savings"
@@ -79,6 +79,25 @@ def test_redelivery_is_idempotent() -> None:
     assert again is state
     assert again.version == state.version
     assert {b.step_id for b in second.blocked_steps} == {b.step_id for b in first.blocked_steps}
+
+
+@pytest.mark.parametrize(
+    ("cleared", "kept"),
+    [
+        ("The physio cleared me last week, so I'm going back to five days a week.", False),
+        ("Knie ist verheilt, die Physio hat mich freigegeben. Dreimal die Woche Training?", False),
+        # A negated all-clear clears nothing.
+        ("It's not healed yet but I want to train five days a week.", True),
+        ("Das Knie ist noch nicht verheilt, ich will trotzdem viermal die Woche spielen.", True),
+    ],
+)
+def test_an_all_clear_forgets_the_injury_a_negated_one_does_not(cleared: str, kept: bool) -> None:
+    state, _ = assess(None, None, msg("Sprained my ankle badly on Sunday.", turn="t1"))
+    assert "injury" in state.conditions
+    state, out = assess(state, None, msg(cleared, turn="t2"))
+    assert ("injury" in state.conditions) is kept
+    blocked = {b.step_id for b in out.blocked_steps} | set(out.guarded_steps)
+    assert ("train_through_injury" in blocked) is kept
 
 
 def test_a_remembered_condition_guards_its_step_on_every_later_turn() -> None:

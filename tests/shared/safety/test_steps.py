@@ -8,7 +8,7 @@ import pytest
 
 from coachbus.confidence import measured, steps_outcome
 from coachbus.learned import LinearModel
-from coachbus.normalize import NormalizedText
+from coachbus.normalize import NormalizedText, normalize
 from coachbus.safety import steps
 from coachbus.text import find_markers
 
@@ -55,6 +55,15 @@ SLIPS: dict[str, tuple[str, str]] = {
     ),
     "confront_abuser_alone": ("Confront him about it tonight.", "Stell ihn heute zur Rede."),
     "sleep_deprivation": ("Sleep less and pull an all-nighter.", "Du könntest weniger schlafen."),
+    "train_while_ill": ("Run it anyway, a fever is no excuse.", "Lauf ruhig trotz Fieber."),
+    "alcohol_cold_turkey": (
+        "Go cold turkey from tomorrow.",
+        "Hör einfach schlagartig auf, von heute auf morgen.",
+    ),
+    "unprescribed_drugs": (
+        "Borrow some of your friend's pills for the exam.",
+        "Frag nach Tabletten von deinem Kumpel, ohne Rezept geht das auch.",
+    ),
 }
 
 
@@ -320,3 +329,85 @@ def test_the_screen_is_made_once_per_message_and_reader(monkeypatch: pytest.Monk
     # With the reader switched off, a screen made with it is not served.
     monkeypatch.setattr(steps, "shipped", lambda name: None)
     assert steps.step_screen(said).outcome == "hit"
+
+
+@pytest.mark.parametrize(
+    ("said", "step_id", "found"),
+    [
+        # Training or racing with a fever: the illness, the session, going ahead.
+        (
+            "Fever of 38.5 since yesterday but I'm running the 10k on sunday anyway.",
+            "train_while_ill",
+            True,
+        ),
+        (
+            "Hab seit gestern Fieber, die Radrunde morgen fahr ich trotzdem.",
+            "train_while_ill",
+            True,
+        ),
+        (
+            "The fever's been gone since Tuesday, so an easy 20 minute jog today.",
+            "train_while_ill",
+            False,
+        ),
+        ("Seit drei Tagen fieberfrei, heute ganz locker laufen.", "train_while_ill", False),
+        ("My son has a fever, so I'm staying home with him tonight.", "train_while_ill", False),
+        # Heavy daily drinking stopped at once, alone.
+        (
+            "A bottle of wine every night for years. Tomorrow I stop, cold turkey, on my own.",
+            "alcohol_cold_turkey",
+            True,
+        ),
+        (
+            "Jeden Abend ne Flasche Wein, ab morgen hör ich schlagartig auf.",
+            "alcohol_cold_turkey",
+            True,
+        ),
+        (
+            "Doing dry January, I only have the odd beer at weekends anyway.",
+            "alcohol_cold_turkey",
+            False,
+        ),
+        (
+            "My GP set up a supervised detox, I stop drinking next month with the clinic.",
+            "alcohol_cold_turkey",
+            False,
+        ),
+        # Medicines not prescribed to the person, drugs from an unregulated source.
+        (
+            "My roommate's adderall is in the kitchen, I'll take one before the exam.",
+            "unprescribed_drugs",
+            True,
+        ),
+        (
+            "Ich besorg mir Clenbuterol zum Definieren, der Typ im Gym hat welches.",
+            "unprescribed_drugs",
+            True,
+        ),
+        (
+            "My doctor prescribed Ritalin last month, I take it as prescribed.",
+            "unprescribed_drugs",
+            False,
+        ),
+        ("I'm going to double my steroid inhaler for a week.", "unprescribed_drugs", False),
+    ],
+)
+def test_the_steps_added_from_the_conflicts_corpus(said: str, step_id: str, found: bool) -> None:
+    assert (step_id in {h.spec.step_id for h in steps.screen_steps(said)}) is found
+
+
+def test_a_learned_read_of_a_conditional_step_needs_more_than_the_condition() -> None:
+    # "My knee hurts" reveals the injury; it is not training on it. The reader's read
+    # rests on the knee words alone (blanked out, it falls under the bar): no block,
+    # but a doubt the model is asked about. Said with an act, it is a block.
+    from coachbus.learned import shipped
+
+    model = shipped("steps")
+    assert model is not None
+    for said in ("Mein Knie tut weh seit Sonntag.", "My knee hurts since sunday."):
+        # The reader alone would block it; the guard is what keeps it a doubt.
+        assert model.probabilities(normalize(said))["train_through_injury"] >= model.bar
+        screen = steps.step_screen(said)
+        assert screen.hits == [] and screen.outcome == "none_doubt", screen
+    acted = steps.step_screen("Mein Knie tut weh seit Sonntag, aber ich lauf morgen trotzdem.")
+    assert "train_through_injury" in {h.spec.step_id for h in acted.hits}
