@@ -101,6 +101,7 @@ class ConversationBook:
     unsafe_anywhere: re.Pattern[str]
     safe_start: re.Pattern[str]
     safe_said: re.Pattern[str]
+    safe_hedged: re.Pattern[str]
     unsafe_emoji: tuple[str, ...]
     cues: dict[str, re.Pattern[str]]
     harmless: re.Pattern[str]
@@ -162,6 +163,7 @@ def parse_conversation_book(text: str) -> ConversationBook:
         unsafe_anywhere=_either(safety["unsafe_anywhere"]),
         safe_start=_either(safety["safe_start"], start=True),
         safe_said=_either(safety["safe_said"]),
+        safe_hedged=_either(safety["safe_hedged"]),
         unsafe_emoji=tuple(safety["unsafe_emoji"]),
         cues={family: _either(list(patterns)) for family, patterns in cues.items()},
         harmless=_either(harmless),
@@ -257,6 +259,8 @@ def classify_answer(
             return "unsafe"
         if risky or families & {"day", "ready"} or book.affirm_anywhere.search(said):
             return "unsafe"
+        if book.safe_hedged.search(said):
+            return "unclear"
         if book.safe_start.search(said):
             return "safe"
         return "unclear"

@@ -142,6 +142,12 @@ def test_a_no_that_names_a_day_or_a_means_is_not_believed() -> None:
         ("yes 😔", "unsafe"),
         ("Yes, I'm safe. I gave the pills to my neighbour this morning.", "safe"),
         ("no, definitely not. I meant the marathon plan", "safe"),
+        # A hedged yes is not believed as safe: asked again gently.
+        ("ja glaub schon", "unclear"),
+        ("yeah I think so", "unclear"),
+        ("I guess", "unclear"),
+        # "yes, a little" in dialect: a little safe is not safe.
+        ("jo, scho e chli", "unsafe"),
     ],
 )
 def test_answers_to_are_you_safe(answer: str, expected: str) -> None:
@@ -237,7 +243,7 @@ def test_a_piece_the_learned_reader_reads_as_risk_is_asked_about_not_counted_twi
     # as the crisis corpus's risk, so we ask. Its n-grams are the farewell's own
     # words, so the message does not complete a warning pattern by itself.
     chat = Chat()
-    first = chat.say("I wrote letters to my parents and my sister today.")
+    first = chat.say("I wrote letters to my mum and my brother today, just in case.")
     assert needs_check_in(first.screen) and not is_crisis(first.screen)
     assert any(m.startswith("learned: ") for m in first.screen.matched)
     assert chat.state is not None and chat.state.open_check_in is not None
