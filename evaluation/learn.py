@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
-from coachbus.learned import LinearModel, choose_bar, digest, folds, train
+from coachbus.learned import BARS, LinearModel, choose_bar, digest, folds, train
 from coachbus.normalize import normalize
 from coachbus.safety.screen import RISK
 from coachbus.safety.steps import CATALOGUE, detect_conditions, step_screen
@@ -26,6 +26,8 @@ from evaluation.decisions import Raw
 # are on new text (about 0.9 on the calibration split): a step blocked for no reason
 # puts a warning about, say, medication into a reply about learning Spanish.
 MIN_PRECISION: Final = 0.9
+# The lowest bar a reader may use (see _fit).
+MIN_BAR: Final = 0.5
 # The crisis reader's reads become a direct question about suicide: asked of someone
 # chatting about their week, it intrudes and wears out trust in the question itself,
 # so only one read in twenty may be wrong out of fold.
@@ -139,7 +141,12 @@ def _fit(
         model = train([texts[i] for i in rest], [targets[i] for i in rest], labels)
         for i in fold:
             out_of_fold[i] = model.probabilities(*texts[i])
-    bar = choose_bar(out_of_fold, targets, min_precision=min_precision)
+    # A read counts only where the reader finds the step more likely than not: with
+    # the dev split grown by steps whose words are distinctive, out-of-fold precision
+    # was reached at 0.35, and there "ich will einfach nicht mehr" read as quitting a
+    # job and "I'll put all my savings into it" as quitting one too.
+    tried = [b for b in BARS if b >= MIN_BAR]
+    bar = choose_bar(out_of_fold, targets, min_precision=min_precision, bars=tried)
     return train(texts, targets, labels, bar=bar, trained_on=trained_on)
 
 

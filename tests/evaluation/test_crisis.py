@@ -80,8 +80,9 @@ def test_eval_cli_calibration_split_lists_no_items(capsys: pytest.CaptureFixture
 # dev round of 200, and that round's rules (a past that is over said in new ways, a
 # partner's threat tied to leaving); on the 436 items heldout held before it grew,
 # 0.946 / 0.915 (the rules alone 0.800 / 0.906). The reader's first version read
-# 0.928 / 0.900.
-HELDOUT_FLOOR_RECALL = 0.940
+# 0.928 / 0.900. Retrained on the crisis dev round 9 (200, blind, risk first hinted
+# at through daily life): 0.9467 / 0.9015.
+HELDOUT_FLOOR_RECALL = 0.946
 HELDOUT_FLOOR_PRECISION = 0.900
 
 
