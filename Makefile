@@ -36,8 +36,12 @@ run: $(STAMP) $(if $(filter local,$(LLM)),setup-llm-local,) ## the whole pipelin
 # deadline, a restart, a group join) far more than they compute, so two files at a
 # time take about two thirds of the time of one after another, even on two cores.
 TEST_WORKERS ?= 2
-test: $(STAMP) ## run the whole suite (unit, in-memory and real-broker tests; TEST_WORKERS=0: in this process)
-	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile
+test: $(STAMP) ## run the suite (unit, in-memory and real-broker tests; TEST_WORKERS=0: in this process)
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not heavy"
+
+.PHONY: test-heavy
+test-heavy: $(STAMP) ## the few whole-benchmark tests kept off `make test` (CI runs them too)
+	$(BIN)/pytest -q -m heavy
 
 .PHONY: test-fast
 test-fast: $(STAMP) ## unit and in-memory tests only

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.broker, pytest.mark.slow]
+# A whole quick benchmark run takes about a minute on two cores, a sixth of the suite:
+# it runs in `make test-heavy`, which CI runs after `make test`.
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.heavy]
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -35,9 +35,9 @@ KEYS = {u: f"key-{u}-0123456789" for u in USERS}
 
 # Said without any word the rules read as cutting sleep: only the learned reader
 # finds it (its own outcome, under the bar); the model quotes it.
-UNSEEN = "I'll study through the nights until the exam (nightowl), whatever it takes."
+UNSEEN = "Going to study till dawn every night until the exam (nightowl), whatever it takes."
 STEPS_ANSWER = json.dumps(
-    {"steps": [{"step_id": "sleep_deprivation", "evidence": "study through the nights"}]}
+    {"steps": [{"step_id": "sleep_deprivation", "evidence": "study till dawn every night"}]}
 )
 # Neither reader finds the step: an uncertain "no step", which the model reads.
 NEITHER = "The exam is in a week (larkspur), so the nights are for the books now."
