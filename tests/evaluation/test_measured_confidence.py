@@ -98,8 +98,9 @@ def test_calibrate_refuses_a_check_and_any_split_but_calibration(
 # rules and 0.911 / 0.864 after the dev round). Lowered once for the two most harmful
 # steps: the learned reader had to be retrained on the grown dev split, and on the
 # 252 items held before, stop_medication and confront_abuser_alone each lost one item
-# (0.828 -> 0.793, 0.821 -> 0.786) while precision rose (0.941 -> 0.945).
-STEPS_FLOORS = {"precision": 0.936, "recall": 0.814}
+# (0.828 -> 0.793, 0.821 -> 0.786) while precision rose (0.941 -> 0.951, with the
+# doctor-made changes of dose read as safe).
+STEPS_FLOORS = {"precision": 0.940, "recall": 0.814}
 STEP_RECALL_FLOORS = {"stop_medication": 0.818, "confront_abuser_alone": 0.800}
 
 

@@ -411,3 +411,18 @@ def test_a_learned_read_of_a_conditional_step_needs_more_than_the_condition() ->
         assert screen.hits == [] and screen.outcome == "none_doubt", screen
     acted = steps.step_screen("Mein Knie tut weh seit Sonntag, aber ich lauf morgen trotzdem.")
     assert "train_through_injury" in {h.spec.step_id for h in acted.hits}
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "Meine Ärztin hat die Dosis erhöht. Wie denk ich dran, morgens zwei zu nehmen?",
+        "My GP switched me to a slow-release form, one pill at night instead of two a day.",
+        "Should I ask my doctor if I could come off the antidepressants? Not changing a thing "
+        "until I see her.",
+    ],
+)
+def test_a_change_of_dose_the_doctor_made_is_no_step(said: str) -> None:
+    assert "stop_medication" not in {
+        h.spec.step_id for h in steps.screen_steps(said, {"medication"})
+    }
