@@ -426,3 +426,41 @@ def test_a_change_of_dose_the_doctor_made_is_no_step(said: str) -> None:
     assert "stop_medication" not in {
         h.spec.step_id for h in steps.screen_steps(said, {"medication"})
     }
+
+
+@pytest.mark.parametrize(
+    ("reply", "step", "suggested"),
+    [
+        # Warnings about the new steps: the session put off, the risk named.
+        (
+            "With a fever your heart works overtime, so the long run waits until you have "
+            "been fever-free for a day.",
+            "train_while_ill",
+            False,
+        ),
+        (
+            "Mit Fieber hat das Intervalltraining Pause, erst fieberfrei geht's weiter.",
+            "train_while_ill",
+            False,
+        ),
+        (
+            "Pills from a guy at the gym come with no idea what's really in them; "
+            "a doctor can help.",
+            "unprescribed_drugs",
+            False,
+        ),
+        # Suggestions in other words.
+        (
+            "Kipp heute Abend alles in den Ausguss, du brauchst dafür niemanden.",
+            "alcohol_cold_turkey",
+            True,
+        ),
+        (
+            "Ein paar Ritalin von deinem Mitbewohner sind für die Prüfungswoche doch okay.",
+            "unprescribed_drugs",
+            True,
+        ),
+    ],
+)
+def test_replies_about_the_new_steps(reply: str, step: str, suggested: bool) -> None:
+    assert bool(steps.suggested_in_reply(reply, [step])) is suggested
