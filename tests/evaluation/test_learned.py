@@ -70,3 +70,13 @@ def test_the_steps_report_says_how_much_ordinary_talk_is_blocked(
     talk = tier["everyday_flagged"]
     assert talk["messages"] == len(learn.everyday(DATA, "heldout"))
     assert 0 <= talk["flagged"] <= talk["messages"]
+
+
+def test_the_bar_never_falls_under_more_likely_than_not() -> None:
+    # Words that separate the label cleanly reach the precision out of fold at the
+    # lowest bar tried; the reader still counts a read only from 0.5 on.
+    texts = [(f"stop the pills now {i}", []) for i in range(10)]
+    texts += [(f"went for a walk today {i}", []) for i in range(10)]
+    targets = [{"meds"}] * 10 + [set()] * 10
+    model = learn._fit(texts, targets, ["meds"], {}, min_precision=0.5)
+    assert model.bar == learn.MIN_BAR

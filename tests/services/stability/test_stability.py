@@ -100,6 +100,18 @@ def test_an_all_clear_forgets_the_injury_a_negated_one_does_not(cleared: str, ke
     assert ("train_through_injury" in blocked) is kept
 
 
+def test_an_all_clear_ends_the_block_that_rested_on_the_injury() -> None:
+    state, _ = assess(
+        None, None, msg("My knee is injured but I'll run every day anyway.", turn="t1")
+    )
+    assert "train_through_injury" in state.active_blocks
+    state, out = assess(
+        state, None, msg("The physio cleared me today, so what should I cook tonight?", turn="t2")
+    )
+    assert "train_through_injury" not in state.active_blocks
+    assert "train_through_injury" not in {b.step_id for b in out.blocked_steps}
+
+
 def test_a_remembered_condition_guards_its_step_on_every_later_turn() -> None:
     # Told once, weeks of turns later a reply must still not suggest training hard.
     state, _ = assess(None, None, msg("My knee injury is acting up again."))

@@ -11,6 +11,7 @@ from coachbus.contracts.payloads import (
     CrisisCategory,
     CrisisScreen,
     DecisionSheet,
+    PatternClass,
     SheetTone,
 )
 from evaluation.chain import Chain, results_for
@@ -256,5 +257,23 @@ def test_a_pattern_seen_in_an_earlier_turn_overrules_persona_s_stretch() -> None
         step = chain.turn(msg(text, turn=f"t{i}"))
     assert step.persona.stretch_goals
     assert any(p.turns_since > 0 for p in step.shadow.patterns)
+    rules = {(c.winner, c.overruled, c.rule) for c in step.final.sheet.conflicts}
+    assert ("shadow", "persona", "evidence_over_guess") in rules
+
+
+def test_a_perfect_run_broken_and_restarted_overrules_persona_s_stretch() -> None:
+    # Shadow names this story by its perfectionism, not as all-or-nothing: it argues
+    # against a stretch all the same.
+    chain = Chain()
+    texts = [
+        "Mein Ziel: 100 Tage ohne Zucker, ich will hoch hinaus.",
+        "Tag 23 heute, lief bis jetzt perfekt.",
+        "Dann beim Geburtstag ein Stück Torte. Alles umsonst, ich fang nächsten Monat "
+        "wieder bei null an.",
+    ]
+    for i, text in enumerate(texts):
+        step = chain.turn(msg(text, turn=f"t{i}"))
+    assert step.persona.stretch_goals
+    assert {p.pattern for p in step.shadow.patterns} == {PatternClass.PERFECTIONISM}
     rules = {(c.winner, c.overruled, c.rule) for c in step.final.sheet.conflicts}
     assert ("shadow", "persona", "evidence_over_guess") in rules
