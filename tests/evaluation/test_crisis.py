@@ -81,9 +81,12 @@ def test_eval_cli_calibration_split_lists_no_items(capsys: pytest.CaptureFixture
 # partner's threat tied to leaving); on the 436 items heldout held before it grew,
 # 0.946 / 0.915 (the rules alone 0.800 / 0.906). The reader's first version read
 # 0.928 / 0.900. Retrained on the crisis dev round 9 (200, blind, risk first hinted
-# at through daily life): 0.9467 / 0.9015.
-HELDOUT_FLOOR_RECALL = 0.946
-HELDOUT_FLOOR_PRECISION = 0.900
+# at through daily life): 0.9467 / 0.9015. Heldout round 10 (120, blind, ordinary
+# users, 45 % hard negatives) read 0.833 / 0.917 fresh, so on all 696 items the
+# same screen reads 0.9273 / 0.9038: the floor falls with the harder text, not with
+# the screen.
+HELDOUT_FLOOR_RECALL = 0.927
+HELDOUT_FLOOR_PRECISION = 0.903
 
 
 def test_heldout_floors_of_the_deterministic_tier() -> None:
