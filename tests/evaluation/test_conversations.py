@@ -32,10 +32,13 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "eval"
 # talk of the other corpora (the single-message screen went from 0.940 to 0.947
 # recall at 0.901 precision); here recall held at 0.832 (153 of 184) and one more
 # innocent conversation was read as risk (15 instead of 14). The hedged "yes" to "are
-# you safe?", now asked again, changed no heldout conversation.
-HELDOUT_FLOOR_RECALL = 0.831
-HELDOUT_FLOOR_PRECISION = 0.910
-HELDOUT_FLOOR_AFFIRMED = 0.806
+# you safe?", now asked again, changed no heldout conversation. The fifth round (100,
+# fresh, ordinary users whose first message tells a heavy situation through daily
+# life) read 0.548 / 1.000, affirmed 0.318, our reply asked as assumed 0.250; all 503
+# then read 0.7788 / 0.9215, affirmed 0.713: the floors fall with the harder text.
+HELDOUT_FLOOR_RECALL = 0.778
+HELDOUT_FLOOR_PRECISION = 0.921
+HELDOUT_FLOOR_AFFIRMED = 0.713
 
 
 @pytest.fixture(scope="module")
