@@ -36,8 +36,12 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "eval"
 # fresh, ordinary users whose first message tells a heavy situation through daily
 # life) read 0.548 / 1.000, affirmed 0.318, our reply asked as assumed 0.250; all 503
 # then read 0.7788 / 0.9215, affirmed 0.713: the floors fall with the harder text.
+# Lowered once more, by 0.005 in precision: the answers read the protective way on
+# dev round 8 (a hedged "not really" asked again, how long or how often as a yes)
+# read one more heldout answer as a yes (16 false alarms instead of 15, none of them
+# a hard negative); recall held.
 HELDOUT_FLOOR_RECALL = 0.778
-HELDOUT_FLOOR_PRECISION = 0.921
+HELDOUT_FLOOR_PRECISION = 0.916
 HELDOUT_FLOOR_AFFIRMED = 0.713
 
 

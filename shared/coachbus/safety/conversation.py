@@ -94,6 +94,7 @@ class ConversationBook:
     affirm_anywhere: re.Pattern[str]
     affirm_emoji: tuple[str, ...]
     deny_start: re.Pattern[str]
+    deny_hedged: re.Pattern[str]
     explained: re.Pattern[str]
     coaching_yes: re.Pattern[str]
     unsafe_start: re.Pattern[str]
@@ -156,6 +157,7 @@ def parse_conversation_book(text: str) -> ConversationBook:
         affirm_anywhere=_either(suicide["affirm_anywhere"]),
         affirm_emoji=tuple(suicide["affirm_emoji"]),
         deny_start=_either(suicide["deny_start"], start=True),
+        deny_hedged=_either(suicide["deny_hedged"], start=True),
         explained=_either(suicide["explained"]),
         coaching_yes=_either(suicide["coaching_yes"]),
         unsafe_start=_either(safety["unsafe_start"], start=True),
@@ -277,6 +279,10 @@ def classify_answer(
     # moves on); after it, a yes-word answers even behind a hedge.
     if book.affirm_word.search(" ".join(said.split()[1:_HEAD_WORDS])):
         return "affirmed"
+    if book.deny_hedged.search(said):
+        # "not really" to "are you having thoughts of ending your life?": a minimised
+        # answer, asked again rather than closed as a no (see deny_hedged).
+        return "unclear"
     if book.deny_start.search(said) and not families & _NOT_A_NO:
         return "denied"
     if families & (_PLAN_FAMILIES | {"farewell"}):

@@ -122,6 +122,70 @@ def test_anything_else_is_unclear(answer: str) -> None:
     assert classify_answer("suicide", answer) == "unclear"
 
 
+@pytest.mark.parametrize(
+    "answer",
+    [
+        # A yes stretched or typed a key off ("jq" on a German keyboard).
+        "yeahh",
+        "jq",
+        # How long or how often is a yes.
+        "eh. seit wochn",
+        "on and off since the funeral, yeah",
+        "for months now",
+        # An admission, or a question back that admits it.
+        "more than I'd like to admit",
+        "is it that obvious?",
+        "und wenns so wär? was dann",
+    ],
+)
+def test_a_yes_said_by_how_long_or_as_an_admission(answer: str) -> None:
+    assert classify_answer("suicide", answer) == "affirmed"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "nei nei",
+        "nei, sicher nöd",
+        "na. sicher ned",
+        "na, sicha ned",
+        "Nein, keine Sorge, daran denke ich nicht.",
+    ],
+)
+def test_swiss_and_austrian_noes_and_a_negated_thought_are_denials(answer: str) -> None:
+    assert classify_answer("suicide", answer) == "denied"
+
+
+@pytest.mark.parametrize("answer", ["not really", "nicht wirklich", "eher nicht", "na sicher"])
+def test_a_hedged_no_is_asked_again(answer: str) -> None:
+    # "not really" minimises; "na sicher" is "sure" (not a no): neither closes it.
+    assert classify_answer("suicide", answer) == "unclear"
+
+
+def test_a_time_that_is_over_is_no_yes() -> None:
+    assert classify_answer("suicide", "no, not for months now") == "denied"
+    assert classify_answer("suicide", "Nein, nicht mehr seit der Therapie") == "denied"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "no, that was 8 years ago. I'm in a good place.",
+        "Nein, das ist zehn Jahre her, mir geht's gut.",
+        "no! i mean a lie-in. i'm knackered, not suicidal",
+        "Letzter Tag im Callcenter! Ab Montag fang ich die Ausbildung an",
+    ],
+)
+def test_a_no_that_dates_or_explains_the_words_is_safe(answer: str) -> None:
+    assert classify_answer("safety", answer) == "safe"
+
+
+def test_a_past_attempt_told_with_a_no_is_not_an_explanation() -> None:
+    # History alone is no denial: "it is back" beside it keeps the protective reading.
+    assert classify_answer("safety", "no. i tried ten years ago and it is back") == "unsafe"
+    assert classify_answer("suicide", "yes. i tried ten years ago too") == "affirmed"
+
+
 def test_a_no_that_names_a_day_or_a_means_is_not_believed() -> None:
     assert (
         classify_answer("suicide", "no. it's all sorted for friday, I've got the pills")
