@@ -14,7 +14,7 @@ from coachbus import confidence
 from coachbus.llm import Policy
 from evaluation import conversations as conv
 from evaluation import crisis, decisions, learn
-from evaluation.corpus import DEFAULT_DATA, SPLITS, CorpusError, load, load_raw, splits
+from evaluation.corpus import DEFAULT_DATA, SPLITS, CorpusError, Split, load, load_raw, splits
 from evaluation.html import render_html
 from evaluation.tiers import Candidate
 
@@ -115,12 +115,25 @@ def _conversations(args: argparse.Namespace) -> dict[str, Any] | int:
             "crisis/conversation_calibration.toml", conv.calibration_toml(table, len(rows))
         )
     # Calibration and heldout items are never listed: only dev is looked at.
-    return conv.report(args.split, rows, list_items=args.split == "dev")
+    rep = conv.report(args.split, rows, list_items=args.split == "dev")
+    talk = [t for s in splits("conversations", args.split, args.data) for t in _talk(args, s)]
+    rep["ordinary_asked"] = conv.ordinary_asked(talk)
+    return rep
+
+
+def _talk(args: argparse.Namespace, split: Split) -> list[str]:
+    """The split's ordinary coaching talk, where the other corpora have it."""
+    try:
+        return learn.ordinary_talk(args.data, split)
+    except CorpusError:
+        return []
 
 
 def _crisis(args: argparse.Namespace) -> dict[str, Any] | int:
-    if args.train and not args.conversations:
-        return _train("crisis", args)
+    if args.train:
+        # The message screen's reader, or with --conversations the conversation
+        # reader's reader of when our reply asks.
+        return _train("openers" if args.conversations else "crisis", args)
     if args.conversations:
         return _conversations(args)
     if args.calibrate and args.split != crisis.CALIBRATION_SPLIT:
@@ -147,7 +160,8 @@ def _train(name: str, args: argparse.Namespace) -> int:
     if trainer is None or args.split != "dev":
         # Only dev is trained on: calibration measures the result, heldout reports it.
         print(
-            "coachbus eval: --train fits the steps or crisis corpus's dev split only",
+            "coachbus eval: --train fits the steps, crisis or conversations corpus's "
+            "dev split only",
             file=sys.stderr,
         )
         return 2

@@ -241,6 +241,19 @@ def report(split: str, rows: Sequence[Replayed], *, list_items: bool) -> dict[st
     return out
 
 
+def ordinary_asked(talk: Sequence[str]) -> dict[str, Any]:
+    """How often our reply would ask the direct question (or answer a crisis) on the
+    first message of ordinary coaching talk: the conversation reader's cost, beside
+    the message screen's own. A check-in asked of someone planning their week intrudes
+    and wears out trust in the question."""
+    asked = screened = 0
+    for text in talk:
+        reading = read_turn(None, text, "ordinary", _START)
+        asked += is_crisis(reading.screen) or needs_check_in(reading.screen)
+        screened += is_crisis(reading.message_screen) or needs_check_in(reading.message_screen)
+    return {"messages": len(talk), "asked": asked, "message_screen": screened}
+
+
 def measure_calibration(rows: Sequence[Replayed]) -> dict[str, float]:
     """Laplace-smoothed accuracy of each conversation outcome, as the message screen's
     calibration measures it. "message" is left out: a turn the conversation did not
@@ -292,6 +305,14 @@ def render_text(rep: dict[str, Any]) -> str:
         f"unclear: {_fmt(conv['asked_again'])}; critical when a plan is known: "
         f"{_fmt(conv['critical_when_plan'])}",
         f"our reply asked what the writer assumed: {_fmt(rep['asked_as_assumed'])}",
+    ]
+    talk = rep.get("ordinary_asked")
+    if talk and talk["messages"]:
+        lines.append(
+            f"asked of ordinary coaching messages: {talk['asked']} of {talk['messages']} "
+            f"(the message screen alone: {talk['message_screen']})"
+        )
+    lines += [
         "",
         f"{'category':24}{'n':>4}{'right':>8}{'single':>8}",
     ]

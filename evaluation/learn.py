@@ -17,6 +17,7 @@ from typing import Final
 
 from coachbus.learned import BARS, LinearModel, choose_bar, digest, folds, train
 from coachbus.normalize import normalize
+from coachbus.safety.conversation import ASK
 from coachbus.safety.screen import RISK
 from coachbus.safety.steps import CATALOGUE, detect_conditions, step_screen
 from evaluation.corpus import Split, load_raw
@@ -97,14 +98,20 @@ def train_steps(data: Path) -> LinearModel:
 def crisis_negatives(data: Path) -> list[str]:
     """Ordinary talk for the crisis reader, from dev splits only: the register and
     patterns corpora's messages, and the steps and conflicts corpora's."""
-    talk = _coaching_talk(data, "dev")
+    return ordinary_talk(data, "dev")
+
+
+def ordinary_talk(data: Path, split: Split) -> list[str]:
+    """The register and patterns corpora's messages and the steps and conflicts
+    corpora's, of ``split``: coaching talk no crisis screen should ask about."""
+    talk = _coaching_talk(data, split)
     # Risky steps and ambition are not a crisis: the steps corpus's messages and the
     # conflicts corpus's turns (a crisis turn among them left out) teach the reader
     # that a bold plan or a hard week is not distress.
-    talk += [item["text"] for item in load_raw("steps", "dev", data)]
+    talk += [item["text"] for item in load_raw("steps", split, data)]
     talk += [
         turn
-        for item in load_raw("conflicts", "dev", data)
+        for item in load_raw("conflicts", split, data)
         if (item["expected"] or {}).get("rule") != "crisis_first"
         for turn in item["turns"]
     ]
@@ -124,6 +131,59 @@ def train_crisis(data: Path) -> LinearModel:
     targets += [set() for _ in talk]
     trained_on = _provenance("crisis", data, len(items), talk)
     return _fit(texts, targets, [RISK], trained_on, min_precision=CHECK_IN_PRECISION)
+
+
+# What the conversations corpus's writers had the assistant answer a message with.
+ASKED: Final = frozenset({"check_in", "crisis_reply"})
+# Hard negatives whose first message looks like risk on purpose and is explained only
+# later ("Mein Testament ist gemacht", then the trip to Portugal; a past told before
+# "that was years ago"; risk words before the denial): alone, the first message is
+# one the reply should ask about, so it is no example of a message to coach.
+LOOK_ALIKE: Final = frozenset({"innocent_pieces", "past_over", "denial_later"})
+
+
+def conversation_openers(data: Path, split: Split) -> tuple[list[str], list[str]]:
+    """First messages of the conversations corpus, as (asked, coached): asked are
+    those after which its writers had the assistant ask the direct question or reply
+    to a crisis (they judged the message one a careful coach asks about: "14 years
+    there and they let me go on a zoom call, my wife thinks I'm at work"); coached
+    are those answered with coaching in a conversation whose last turn is labelled
+    none (a hard week told by someone coping), but for the look-alikes
+    (:data:`LOOK_ALIKE`). Only first messages: a later turn ("not really", "yes,
+    safe, nothing in the house") means what it means as the answer to our question,
+    which the answer rules read."""
+    asked: list[str] = []
+    coached: list[str] = []
+    for item in load_raw("conversations", split, data):
+        said, answer = item["turns"][0], item["turns"][1]
+        if answer["says"] in ASKED:
+            asked.append(said["text"])
+        elif item["label"] == "none" and item["category"] not in LOOK_ALIKE:
+            coached.append(said["text"])
+    return asked, coached
+
+
+def train_openers(data: Path) -> LinearModel:
+    """The conversation reader's learned reader of when our reply asks: one label,
+    :data:`ASK`, on the conversations corpus's dev split (the messages its writers
+    had us ask about, against those they had us coach) and the crisis corpus's dev
+    split (its risks asked about, its none items and :func:`crisis_negatives`
+    coached). A different decision from the message screen's, labelled by a
+    different corpus: the crisis corpus labels a heavy week "none" (no crisis), the
+    conversations corpus's writers ask a heavy week the direct question. Used only
+    where the message screen saw nothing and no question of ours is open."""
+    asked, coached = conversation_openers(data, "dev")
+    items = load_raw("crisis", "dev", data)
+    talk = crisis_negatives(data)
+    risky = [i["text"] for i in items if i["label"] != "none"]
+    calm = [i["text"] for i in items if i["label"] == "none"]
+    positives = asked + risky
+    negatives = coached + calm + talk
+    texts: list[tuple[str, list[str]]] = [(normalize(t), []) for t in positives + negatives]
+    targets = [{ASK} for _ in positives] + [set() for _ in negatives]
+    trained_on = _provenance("conversations", data, len(asked) + len(coached), talk)
+    trained_on["crisis_digest"] = digest((data / "crisis" / "dev.jsonl").read_text("utf-8"))
+    return _fit(texts, targets, [ASK], trained_on, min_precision=CHECK_IN_PRECISION)
 
 
 def _fit(
@@ -150,15 +210,18 @@ def _fit(
     return train(texts, targets, labels, bar=bar, trained_on=trained_on)
 
 
-TRAINERS = {"steps": train_steps, "crisis": train_crisis}
+TRAINERS = {"steps": train_steps, "crisis": train_crisis, "openers": train_openers}
 
 __all__ = [
     "CHECK_IN_PRECISION",
     "MIN_PRECISION",
     "TRAINERS",
+    "conversation_openers",
     "crisis_negatives",
     "everyday",
     "everyday_negatives",
+    "ordinary_talk",
     "train_crisis",
+    "train_openers",
     "train_steps",
 ]

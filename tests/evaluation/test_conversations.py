@@ -13,6 +13,7 @@ import pytest
 from coachbus.safety.calibration import conversation_calibration
 from evaluation import cli as eval_cli
 from evaluation import conversations as conv
+from evaluation import learn
 
 pytestmark = pytest.mark.unit
 
@@ -40,9 +41,14 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "eval"
 # dev round 8 (a hedged "not really" asked again, how long or how often as a yes)
 # read one more heldout answer as a yes (16 false alarms instead of 15, none of them
 # a hard negative); recall held.
-HELDOUT_FLOOR_RECALL = 0.778
-HELDOUT_FLOOR_PRECISION = 0.916
-HELDOUT_FLOOR_AFFIRMED = 0.713
+# The conversation reader's learned reader of when our reply asks (trained on the
+# dev openers its writers asked about): 0.8097 / 0.9096, affirmed 0.756; the fifth
+# round 0.548 -> 0.643. Precision fell by 0.007 (heavy openers of hard negatives are
+# asked about too); ordinary coaching talk asked about 36 -> 45 of 1016 heldout
+# messages (the message screen alone: 30).
+HELDOUT_FLOOR_RECALL = 0.809
+HELDOUT_FLOOR_PRECISION = 0.909
+HELDOUT_FLOOR_AFFIRMED = 0.756
 
 
 @pytest.fixture(scope="module")
@@ -111,6 +117,10 @@ def test_cli_reports_heldout_without_items(capsys: pytest.CaptureFixture[str]) -
     assert set(rep["tiers"]) == {"conversation", "single_message"}
     assert set(rep["tiers"]["conversation"]["by_kind"]) == set(conv.KINDS)
     assert set(rep["tiers"]["conversation"]["by_language"]) == {"en", "de"}
+    # What asking costs: how much ordinary coaching talk our reply asks about.
+    talk = rep["ordinary_asked"]
+    assert talk["messages"] == len(learn.ordinary_talk(DATA, "heldout")) > 0
+    assert talk["message_screen"] <= talk["asked"] <= talk["messages"]
 
 
 def test_cli_text_report_and_floor(capsys: pytest.CaptureFixture[str]) -> None:

@@ -43,6 +43,41 @@ def test_the_shipped_crisis_reader_was_trained_on_the_dev_split_as_it_is() -> No
     assert model.bar >= learn.CHECK_IN_PRECISION - 0.05
 
 
+def test_the_shipped_ask_reader_was_trained_on_the_dev_splits_as_they_are() -> None:
+    model = shipped("openers")
+    assert model is not None and model.labels == ("ask",)
+    stale = (
+        "coachbus/content/learned/openers.json is stale: "
+        "run `coachbus eval crisis --conversations --train`"
+    )
+    conversations = (DATA / "conversations" / "dev.jsonl").read_text(encoding="utf-8")
+    crisis = (DATA / "crisis" / "dev.jsonl").read_text(encoding="utf-8")
+    assert model.trained_on["digest"] == digest(conversations), stale
+    assert model.trained_on["crisis_digest"] == digest(crisis), stale
+    talk = learn.crisis_negatives(DATA)
+    assert model.trained_on["everyday_digest"] == digest("\n".join(talk)), stale
+    assert model.trained_on["split"] == "dev"
+
+
+def test_openers_are_first_messages_and_look_alikes_are_no_coaching_example() -> None:
+    asked, coached = learn.conversation_openers(DATA, "dev")
+    rows = [
+        json.loads(line) for line in (DATA / "conversations" / "dev.jsonl").open(encoding="utf-8")
+    ]
+    firsts = {r["turns"][0]["text"] for r in rows}
+    assert asked and coached and set(asked) | set(coached) <= firsts
+    look_alike = {r["turns"][0]["text"] for r in rows if r["category"] in learn.LOOK_ALIKE}
+    # "Mein Testament ist gemacht" before the trip is explained: no example of talk
+    # to coach (a text can open both kinds of conversation, so only the coached side).
+    only_look_alike = look_alike - {
+        r["turns"][0]["text"] for r in rows if r["category"] not in learn.LOOK_ALIKE
+    }
+    assert only_look_alike and not only_look_alike & set(coached)
+    # Later turns (answers to our question) are never examples of a message.
+    later = {t["text"] for r in rows for t in r["turns"][1:] if t["role"] == "user"}
+    assert not (later - firsts) & (set(asked) | set(coached))
+
+
 def test_everyday_talk_comes_from_one_split_only() -> None:
     dev = set(learn.everyday(DATA, "dev"))
     held = set(learn.everyday(DATA, "heldout"))

@@ -51,9 +51,17 @@ from coachbus.contracts.state import (
     SafetyState,
     TurnReading,
 )
+from coachbus.learned import shipped
 from coachbus.normalize import NormalizedText, fold_pattern, normalized
-from coachbus.safety.calibration import LEARNED, conversation_confidence
-from coachbus.safety.screen import CRISIS_RANK, assess, is_crisis, needs_check_in
+from coachbus.safety.calibration import CLEAN, LEARNED, conversation_confidence
+from coachbus.safety.screen import (
+    CRISIS_RANK,
+    LEARNED_MIN_WORDS,
+    Finding,
+    assess,
+    is_crisis,
+    needs_check_in,
+)
 
 # Families a single-message crisis adds to the trajectory, by the rule kind that fired
 # (coachbus.safety.rulebook): every suicidal or self-harm crisis is a sign of its own
@@ -64,6 +72,12 @@ _SIGN_CATEGORIES = (CrisisCategory.SUICIDAL_IDEATION, CrisisCategory.SELF_HARM)
 # a medical emergency's reply asks nothing back.
 _ASKS_SAFETY = (CrisisCategory.SUICIDAL_IDEATION, CrisisCategory.SELF_HARM, CrisisCategory.ABUSE)
 _EVIDENCE_CHARS = 80
+# The label of the conversation reader's learned reader of when our reply asks
+# (content/learned/openers.json, trained by `coachbus eval crisis --conversations
+# --train` on the dev splits): a message its writers had us ask the direct question.
+ASK = "ask"
+# The outcome of a turn asked about on that reader's read.
+LEARNED_ASK = "learned_ask"
 
 
 @dataclass(frozen=True, slots=True)
@@ -458,6 +472,22 @@ def read_turn(
             escalated=True,
             uncertain=True,
         )
+    elif asked is None and not message_screen.uncertain and not is_crisis(message_screen):
+        read = _asks_learned(found, message)
+        if read is not None:
+            # A heavy message in words no rule reads ("14 years there and they let me
+            # go on a zoom call, my wife thinks I'm at work"): the writers of the
+            # conversations corpus had a careful coach ask the direct question here.
+            # Asked, never a crisis or a sign on n-grams alone (like the message
+            # screen's learned reader, whose corpus calls such a week "no crisis").
+            outcome = LEARNED_ASK
+            screen = CrisisScreen(
+                category=CrisisCategory.NONE,
+                confidence=conversation_confidence(outcome),
+                matched=[read],
+                escalated=True,
+                uncertain=True,
+            )
     if answered == "denied" and explained and not is_crisis(screen) and screen.uncertain:
         # "No, I meant the physio exercises feel pointless": the risk words that
         # remain are the ones the person just explained. Believed, like the no.
@@ -487,6 +517,20 @@ def read_turn(
 # a means at hand only with a loss or a low state (a rope bought for a climbing
 # course asks nothing).
 _ASKING_FAMILIES = ("hopelessness", "burden", "loss", "low", "means")
+
+
+def _asks_learned(found: Finding, message: NormalizedText) -> str | None:
+    """The learned read that our reply asks about a message the screen found clean
+    (its evidence), or None: too short, words set aside by a guard, no reader shipped
+    or a read under its bar."""
+    if found.outcome != CLEAN or found.set_aside:
+        return None
+    if len(message.text.split()) < LEARNED_MIN_WORDS:
+        return None
+    reader = shipped("openers")
+    if reader is None or reader.probabilities(message.text)[ASK] < reader.bar:
+        return None
+    return f"learned: {', '.join(reader.evidence(message.text, ASK))}"
 
 
 def _losses(message: NormalizedText, book: ConversationBook) -> int:
@@ -681,7 +725,9 @@ def recent_signs(
 
 
 __all__ = [
+    "ASK",
     "HARMLESS",
+    "LEARNED_ASK",
     "ConversationBook",
     "Reading",
     "WarningPattern",

@@ -80,6 +80,9 @@ class Finding:
     rule_ids: tuple[str, ...]
     # The question the crisis reply asks back, where not the category's own.
     asks: CheckInQuestion | None = None
+    # Risk words were read and set aside (figurative, history, someone else's): the
+    # rules' reading stands, no learned reader second-guesses it.
+    set_aside: bool = False
 
     @property
     def uncertain(self) -> bool:
@@ -288,6 +291,7 @@ def screen_normalized(text: str, book: RuleBook, cal: Calibration) -> Finding:
         confidence=cal.of(CLEAN),
         matched=(),
         rule_ids=(),
+        set_aside=ruled_out,
     )
 
 

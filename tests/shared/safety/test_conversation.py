@@ -10,6 +10,7 @@ import pytest
 from coachbus.contracts.payloads import CrisisCategory
 from coachbus.contracts.state import SafetyState
 from coachbus.safety.conversation import (
+    LEARNED_ASK,
     classify_answer,
     conversation_book,
     fold_turn,
@@ -497,3 +498,50 @@ def test_round_six_wordings_of_a_loss_ask(opening: str) -> None:
     # Each of these was meant by round 6's cue lists and read by none of them (the
     # apostrophe the normaliser drops, "doesn't" read as "does not", a word order).
     assert needs_check_in(Chat().say(opening).screen)  # type: ignore[attr-defined]
+
+
+def test_a_heavy_message_no_rule_reads_is_asked_about_in_the_conversation() -> None:
+    # The message screen reads no risk (its corpus calls a hard week "no crisis"); the
+    # conversation reader's learned reader of when our reply asks reads what the
+    # conversations corpus's writers asked about: a job lost and hidden from home.
+    said = (
+        "14 years at that place and they let me go on a 20 minute zoom call. my wife "
+        "thinks i'm out at work every day. i'm sitting in the library car park rn"
+    )
+    chat = Chat()
+    first = chat.say(said)
+    assert not needs_check_in(first.message_screen) and not is_crisis(first.message_screen)
+    assert first.outcome == LEARNED_ASK
+    assert needs_check_in(first.screen) and not is_crisis(first.screen)
+    assert first.screen.matched[0].startswith("learned: ")
+    # Asked, so the next "yeah" is an answer we can read: the disclosure it is.
+    assert chat.state is not None and chat.state.open_check_in is not None
+    assert not chat.state.risk_cues  # n-grams are no warning sign of their own
+    assert is_crisis(chat.say("yeah").screen)
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        # Ordinary coaching talk, a hard week handled, too few words, and risk words a
+        # guard set aside: the message screen's reading stands.
+        "Can you help me plan my meals for the week? I want to eat more vegetables.",
+        "rough week at work but I got through it, can we plan next week's runs?",
+        "lost my job",
+        "this deadline is killing me, can we plan the week",
+    ],
+)
+def test_the_learned_ask_leaves_ordinary_talk_alone(said: str) -> None:
+    reading = read_turn(None, said, "t1", T0)
+    assert reading.outcome != LEARNED_ASK
+    assert not needs_check_in(reading.screen)
+
+
+def test_the_learned_ask_waits_for_an_answer_to_the_open_question() -> None:
+    # With our question open, the message is its answer first: the ask reader does not
+    # turn an unclear answer into a fresh question.
+    chat = Chat()
+    chat.say("Ich will einfach nicht mehr.")
+    reading = chat.say("hab mich verzockt, 40k miese auf dem kreditrahmen. zuhause weiß keiner was")
+    assert reading.outcome != LEARNED_ASK
+    assert reading.answered is not None
