@@ -46,8 +46,10 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "eval"
 # round 0.548 -> 0.643. Precision fell by 0.007 (heavy openers of hard negatives are
 # asked about too); ordinary coaching talk asked about 36 -> 45 of 1016 heldout
 # messages (the message screen alone: 30).
-HELDOUT_FLOOR_RECALL = 0.809
-HELDOUT_FLOOR_PRECISION = 0.909
+# Affairs put in order in the words of insurance and paperwork, a gun cabinet, a way
+# up and no way down (conversations dev round 8): 0.8142 / 0.9109.
+HELDOUT_FLOOR_RECALL = 0.814
+HELDOUT_FLOOR_PRECISION = 0.910
 HELDOUT_FLOOR_AFFIRMED = 0.756
 
 

@@ -16,6 +16,7 @@ from coachbus.safety.conversation import (
     fold_turn,
     open_question,
     read_turn,
+    signs_in,
 )
 from coachbus.safety.model import RiskScreenCall, check_claim, context_for_model
 from coachbus.safety.screen import is_crisis, needs_check_in, review_severity
@@ -545,3 +546,35 @@ def test_the_learned_ask_waits_for_an_answer_to_the_open_question() -> None:
     reading = chat.say("hab mich verzockt, 40k miese auf dem kreditrahmen. zuhause weiß keiner was")
     assert reading.outcome != LEARNED_ASK
     assert reading.answered is not None
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "life policy's paid up, made sure it's past the two year bit",
+        "sorted my bank stuff so my brother can get into it all",
+        "Hab mit der Versicherung telefoniert, dass die Familie abgesichert is.",
+        "hab die Versicherungsunterlagen sortiert und für meine Frau alles in einen Ordner gelegt",
+    ],
+)
+def test_affairs_put_in_order_for_the_family_are_a_farewell_sign(said: str) -> None:
+    assert "farewell" in {f for f, _ in signs_in(said)}
+
+
+def test_a_plan_told_in_pieces_after_our_check_in_escalates() -> None:
+    # Asked about the burden, the pieces then come as answers: affairs put in order
+    # (a farewell act given in answer to our question is a yes), then a means and a
+    # time: a plan, critical.
+    chat = Chat()
+    assert needs_check_in(chat.say("bin für meine familie nur noch eine last").screen)
+    second = chat.say("hab die versicherungsunterlagen sortiert, alles in einen ordner gelegt")
+    assert is_crisis(second.screen) and second.answered == "affirmed"
+    third = chat.say("der waffenschrank ist im keller. wenn sie nächste woche zur kur fährt")
+    assert is_crisis(third.screen) and third.screen.plan
+    assert review_severity(third.screen) == "critical"
+
+
+def test_a_way_up_and_no_way_down_is_a_time() -> None:
+    assert "time" in {
+        f for f, _ in signs_in("Am Sonntag fahr i auf'n Berg. Von durt kumm i nimma owa.")
+    }
