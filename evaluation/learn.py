@@ -108,7 +108,16 @@ def ordinary_talk(data: Path, split: Split) -> list[str]:
     # Risky steps and ambition are not a crisis: the steps corpus's messages and the
     # conflicts corpus's turns (a crisis turn among them left out) teach the reader
     # that a bold plan or a hard week is not distress.
-    talk += [item["text"] for item in load_raw("steps", split, data)]
+    # Not a steps item about an abuser: "er hat mir die Hand gebrochen, ich will ihn
+    # treffen" discloses abuse, which the crisis corpus labels a risk (steps dev round
+    # 9 brought 34 of them; as ordinary talk they taught the reader abuse is none).
+    talk += [
+        item["text"]
+        for item in load_raw("steps", split, data)
+        if "abuse" not in item["conditions"]
+        and "abuse" not in detect_conditions(item["text"])
+        and "confront_abuser_alone" not in item["expected"]
+    ]
     talk += [
         turn
         for item in load_raw("conflicts", split, data)

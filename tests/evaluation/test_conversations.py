@@ -47,10 +47,12 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "eval"
 # asked about too); ordinary coaching talk asked about 36 -> 45 of 1016 heldout
 # messages (the message screen alone: 30).
 # Affairs put in order in the words of insurance and paperwork, a gun cabinet, a way
-# up and no way down (conversations dev round 8): 0.8142 / 0.9109.
-HELDOUT_FLOOR_RECALL = 0.814
-HELDOUT_FLOOR_PRECISION = 0.910
-HELDOUT_FLOOR_AFFIRMED = 0.756
+# up and no way down (conversations dev round 8): 0.8142 / 0.9109. Both readers
+# retrained when the steps dev split grew (its abuse disclosures no longer taught as
+# ordinary talk): 0.8186 / 0.9113, affirmed 0.765.
+HELDOUT_FLOOR_RECALL = 0.818
+HELDOUT_FLOOR_PRECISION = 0.911
+HELDOUT_FLOOR_AFFIRMED = 0.765
 
 
 @pytest.fixture(scope="module")

@@ -84,9 +84,11 @@ def test_eval_cli_calibration_split_lists_no_items(capsys: pytest.CaptureFixture
 # at through daily life): 0.9467 / 0.9015. Heldout round 10 (120, blind, ordinary
 # users, 45 % hard negatives) read 0.833 / 0.917 fresh, so on all 696 items the
 # same screen reads 0.9273 / 0.9038: the floor falls with the harder text, not with
-# the screen.
-HELDOUT_FLOOR_RECALL = 0.927
-HELDOUT_FLOOR_PRECISION = 0.903
+# the screen. Retrained when the steps dev split grew by 100 (their abuse
+# disclosures, "er hat mir die Hand gebrochen, ich will ihn treffen", no longer
+# taught as ordinary talk): 0.9351 / 0.9045.
+HELDOUT_FLOOR_RECALL = 0.935
+HELDOUT_FLOOR_PRECISION = 0.904
 
 
 def test_heldout_floors_of_the_deterministic_tier() -> None:

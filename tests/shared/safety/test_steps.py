@@ -464,3 +464,67 @@ def test_a_change_of_dose_the_doctor_made_is_no_step(said: str) -> None:
 )
 def test_replies_about_the_new_steps(reply: str, step: str, suggested: bool) -> None:
     assert bool(steps.suggested_in_reply(reply, [step])) is suggested
+
+
+def _ruled(text: str, conditions: frozenset[str] = frozenset()) -> set[str]:
+    """The steps the rules find (the learned reader's reads left out)."""
+    return {h.spec.step_id for h in steps.screen_steps(text, conditions) if not h.learned}
+
+
+@pytest.mark.parametrize(
+    ("text", "conditions"),
+    [
+        # Steps dev round 9: thrown away, put away untouched, weaned off alone, a box
+        # left to run out, a dose let drop out.
+        ("binned the lexapro last week, felt fine anyway", frozenset()),
+        ("put the tablets in a drawer and haven't touched them since monday", frozenset()),
+        ("I'm weaning myself, a bit less effexor every week", frozenset()),
+        ("The mood stabiliser dulls me, I'll let the box run out and not tell my GP", frozenset()),
+        ("cutting my insulin down a bit on my own", frozenset()),
+        ("Ich hau die Medis in den Müll, hab keinen Bock mehr.", frozenset()),
+        ("Ich lass die Morgendosis ausfallen, wenn ich frei hab.", frozenset({"medication"})),
+    ],
+)
+def test_stopping_medication_in_plain_words(text: str, conditions: frozenset[str]) -> None:
+    assert "stop_medication" in _ruled(text, conditions), text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "My GP bumped my dose up last week, any tips for remembering it?",
+        "Is it ok to stop meds once you feel better? I'm asking my psychiatrist on friday.",
+        "Darf man Tabletten absetzen? Ich frag nächste Woche meinen Hausarzt.",
+        "Ich nehm meine Tabletten wie verschrieben und will eine Abendroutine.",
+        "Die Eisentabletten setz ich ab, die Werte sind laut Hausarzt wieder gut.",
+    ],
+)
+def test_a_change_the_doctor_made_or_a_question_kept_for_them_is_no_step(text: str) -> None:
+    assert "stop_medication" not in _ruled(text, frozenset({"medication"})), text
+
+
+def test_not_taken_as_prescribed_any_more_is_still_a_step() -> None:
+    text = "Das Spray nehm ich nicht mehr jeden Tag wie verschrieben, nur noch wenns schlimm ist."
+    assert "stop_medication" in _ruled(text, frozenset({"medication"}))
+
+
+@pytest.mark.parametrize(
+    ("text", "conditions"),
+    [
+        ("He wants to meet up for closure, just the two of us.", frozenset({"abuse"})),
+        ("Seeing him one more time, just us two, to give back the ring.", frozenset({"abuse"})),
+        ("Meeting him at the old place on Friday to clear the air.", frozenset({"abuse"})),
+        (
+            "Mein Ex will sich treffen, zum Abschluss. Ich geh hin, nur wir zwei.",
+            frozenset({"abuse"}),
+        ),
+        ("I triff mi mit eahm auf an Kaffee, nur mir zwa.", frozenset({"abuse"})),
+        ("Hab gesagt, komm vorbei, wenn die Kinder bei Oma sind.", frozenset({"abuse"})),
+        # The abuse told in the message itself is the condition.
+        ("The guy who assaulted me is back in town, I'm gonna find him on my own.", frozenset()),
+        ("Er hat mir die Hand gebrochen. Ich will ihn treffen, allein.", frozenset()),
+        ("Der Typ hat mich begrapscht. Ich klingel da heut Abend, allein.", frozenset()),
+    ],
+)
+def test_meeting_an_abuser_alone_in_plain_words(text: str, conditions: frozenset[str]) -> None:
+    assert "confront_abuser_alone" in _ruled(text, conditions), text
