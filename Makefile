@@ -40,7 +40,7 @@ test: $(STAMP) ## run the suite (unit, in-memory and real-broker tests; TEST_WOR
 	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not heavy"
 
 .PHONY: test-heavy
-test-heavy: $(STAMP) ## the few whole-benchmark tests kept off `make test` (CI runs them too)
+test-heavy: $(STAMP) ## the few whole-benchmark and whole-corpus tests kept off `make test` (CI runs them too)
 	$(BIN)/pytest -q -m heavy
 
 .PHONY: test-fast
