@@ -265,7 +265,7 @@ def test_eval_scores_every_corpus_given_the_corpora(installed: Installed) -> Non
     assert set(corpora) == {"crisis", "steps", "register", "patterns", "conflicts", "replies"}
     assert corpora["crisis"]["tiers"]["deterministic"]["items"] > 0
     conv = installed.run(
-        "eval", "crisis", "--conversations", "--split", "heldout", "--json", "--data", str(DATA)
+        "eval", "crisis", "--conversations", "--split", "calibration", "--json", "--data", str(DATA)
     )
     assert conv.returncode == 0, conv.stderr
     assert json.loads(conv.stdout)["corpora"]["conversations"]["items"] > 0
