@@ -40,8 +40,7 @@ from coachbus.safety.steps import (
     CATALOGUE,
     CONDITION_TTL,
     StepHit,
-    detect_cleared,
-    detect_conditions,
+    condition_changes,
     endangered_by,
     step_screen,
 )
@@ -91,9 +90,10 @@ def assess(
     turn = s.turn_count
     s.last_session = msg.session_id
 
-    for cond in detect_conditions(said):
+    revealed, cleared = condition_changes(said)
+    for cond in revealed:
         s.conditions[cond] = turn + CONDITION_TTL[cond]
-    for cond in detect_cleared(said):
+    for cond in cleared:
         # Said to be over ("the physio cleared me"): forgotten, so training again is
         # no longer read as training while injured, and a block carried from an earlier
         # turn that rested on it ends. Only explicit all-clears count.

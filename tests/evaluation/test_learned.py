@@ -115,3 +115,17 @@ def test_the_bar_never_falls_under_more_likely_than_not() -> None:
     targets = [{"meds"}] * 10 + [set()] * 10
     model = learn._fit(texts, targets, ["meds"], {}, min_precision=0.5)
     assert model.bar == learn.MIN_BAR
+
+
+def test_ordinary_talk_leaves_out_the_steps_corpus_abuse_disclosures() -> None:
+    # "er hat mir die Hand gebrochen, ich will ihn treffen" discloses abuse, a risk the
+    # crisis corpus labels: never taught to a crisis reader as ordinary talk.
+    talk = set(learn.ordinary_talk(DATA, "dev"))
+    steps = [json.loads(line) for line in (DATA / "steps" / "dev.jsonl").open(encoding="utf-8")]
+    abuse = {
+        i["text"]
+        for i in steps
+        if "abuse" in i["conditions"] or "confront_abuser_alone" in i["expected"]
+    }
+    assert abuse and not abuse & talk
+    assert {i["text"] for i in steps if not i["expected"] and not i["conditions"]} & talk

@@ -472,25 +472,23 @@ def read_turn(
             escalated=True,
             uncertain=True,
         )
-    elif asked is None and not message_screen.uncertain and not is_crisis(message_screen):
-        read = _asks_learned(found, message)
-        if read is not None:
-            # A heavy message in words no rule reads ("14 years there and they let me
-            # go on a zoom call, my wife thinks I'm at work"): the writers of the
-            # conversations corpus had a careful coach ask the direct question here.
-            # Asked, never a crisis or a sign on n-grams alone (like the message
-            # screen's learned reader, whose corpus calls such a week "no crisis").
-            # Not precise (out of fold on dev about 0.4 of its asks were the writers'
-            # own; docs/eval.md): a check-in asked of someone who did not need it
-            # costs a question, one not asked leaves the next "yes" unread.
-            outcome = LEARNED_ASK
-            screen = CrisisScreen(
-                category=CrisisCategory.NONE,
-                confidence=conversation_confidence(outcome),
-                matched=[read],
-                escalated=True,
-                uncertain=True,
-            )
+    elif asked is None and (read := _asks_learned(found, message)) is not None:
+        # A heavy message in words no rule reads ("14 years there and they let me
+        # go on a zoom call, my wife thinks I'm at work"): the writers of the
+        # conversations corpus had a careful coach ask the direct question here.
+        # Asked, never a crisis or a sign on n-grams alone (like the message
+        # screen's learned reader, whose corpus calls such a week "no crisis").
+        # Not precise (out of fold on dev about 0.4 of its asks were the writers'
+        # own; docs/eval.md): a check-in asked of someone who did not need it
+        # costs a question, one not asked leaves the next "yes" unread.
+        outcome = LEARNED_ASK
+        screen = CrisisScreen(
+            category=CrisisCategory.NONE,
+            confidence=conversation_confidence(outcome),
+            matched=[read],
+            escalated=True,
+            uncertain=True,
+        )
     if answered == "denied" and explained and not is_crisis(screen) and screen.uncertain:
         # "No, I meant the physio exercises feel pointless": the risk words that
         # remain are the ones the person just explained. Believed, like the no.

@@ -297,15 +297,17 @@ CATALOGUE, CONDITION_TTL, _CONDITIONS, _CLEARS = _catalogue()
 def detect_conditions(text: str | NormalizedText) -> set[str]:
     """The standing conditions (an injury, medication) a message reveals, less those
     it says are over ("the physio cleared me": the word "physio" reveals no injury)."""
+    return condition_changes(text)[0]
+
+
+def condition_changes(text: str | NormalizedText) -> tuple[set[str], set[str]]:
+    """What a message tells of the standing conditions, read once: those it reveals
+    (:func:`detect_conditions`) and those it says are over (an injury healed, the
+    physio's all-clear). Stability forgets the latter, so an earlier injury no longer
+    makes "back to training three times a week" a risky step."""
     said = normalized(text).text
-    return _conditions_in(said) - _cleared_in(said)
-
-
-def detect_cleared(text: str | NormalizedText) -> set[str]:
-    """The standing conditions a message says are over: an injury healed, the
-    physio's all-clear. Stability forgets them, so an earlier injury no longer makes
-    "back to training three times a week" a risky step."""
-    return _cleared_in(normalized(text).text)
+    cleared = _cleared_in(said)
+    return _conditions_in(said) - cleared, cleared
 
 
 def _cleared_in(normalised: str) -> set[str]:
@@ -579,7 +581,7 @@ __all__ = [
     "StepScreen",
     "StepSpec",
     "clear_memo",
-    "detect_cleared",
+    "condition_changes",
     "detect_conditions",
     "markers_of",
     "safer_phrase",

@@ -225,3 +225,10 @@ def test_a_past_that_is_over_said_in_new_ways_is_no_crisis(message: str) -> None
 def test_done_fighting_it_is_asked_about() -> None:
     said = "I'm not going to make it through another winter like the last one. I'm done fighting it"
     assert needs_check_in(screen_crisis(said))
+
+
+def test_a_clean_screen_says_whether_a_guard_set_risk_words_aside() -> None:
+    # The conversation reader's learned ask never second-guesses a guard's reading.
+    assert screen.assess("this deadline is killing me, can we plan the week").set_aside
+    plain = screen.assess("Can you help me plan my meals for the week?")
+    assert plain.outcome == "clean" and not plain.set_aside
