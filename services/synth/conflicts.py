@@ -29,7 +29,7 @@ from coachbus.contracts.payloads import (
     SheetTone,
 )
 from coachbus.normalize import NormalizedText
-from coachbus.safety.steps import CATALOGUE
+from coachbus.safety.steps import CATALOGUE, step_screen
 
 # What a reply does this turn: coach, steer clear of a risky step, or one of the
 # safety modes.
@@ -80,9 +80,23 @@ def _clashes(block: BlockedStep, target: str, message: str | NormalizedText) -> 
     spec = CATALOGUE.get(block.step_id)
     if spec is not None and spec.heads_for(message):
         return True  # the user is heading for the blocked step right now
+    if spec is not None and _read_now(spec.step_id, spec.needs_condition, message):
+        # Found in this message by the step screen's learned reader, the reader that
+        # made the block ("black coffee and one small salad a day till the wedding"
+        # after a stretch on the weight goal): heading for it now, whatever the
+        # stretch's domain. Conflicts dev round 4: the rules' words alone missed it.
+        return True
     if block.domain is None:
         return True  # e.g. medication: any push is weighed against it
     return target in _RELATED.get(block.domain, frozenset({block.domain}))
+
+
+def _read_now(step_id: str, condition: str, message: str | NormalizedText) -> bool:
+    """Whether the step screen (rules and learned reader) finds ``step_id`` in
+    ``message``; a step that needs a standing condition is read with it held, as the
+    block it explains was made with it (memoised: Stability screened this message)."""
+    held = frozenset({condition}) if condition else frozenset()
+    return any(h.spec.step_id == step_id for h in step_screen(message, held).hits)
 
 
 def crisis_first(

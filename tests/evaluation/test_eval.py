@@ -24,7 +24,9 @@ SCHEMA = json.loads((ROOT / "docs" / "eval.schema.json").read_text(encoding="utf
 # the rules improve, never lower them to let a change through). (exact match, micro F1)
 FLOORS: dict[str, tuple[float, float]] = {
     # Combinations of an act and its object (2026-12-03): 0.42 -> 0.79 exact.
-    "steps": (0.78, 0.83),
+    # Raised to the figures measured after steps dev round 10 (452 items; the rounds
+    # are in test_measured_confidence.py).
+    "steps": (0.849, 0.889),
     "register": (0.74, 0.86),
     "patterns": (0.83, 0.86),
     # Persona's record of ambition and follow-through (2026-12-03): 0.44 -> 0.55.
@@ -35,20 +37,28 @@ FLOORS: dict[str, tuple[float, float]] = {
     # steps dev round 9, reads two goal-and-progress turns of conflicts dev as steps
     # too ("3 Kilo weg, drei Wochen nach Plan gegessen" as a crash diet); taught those
     # turns as ordinary talk it read worse on the calibration split, so it was not.
-    "conflicts": (0.736, 0.77),
+    # Heldout round 3 (60, blind) read 0.650 fresh; all 238 after conflicts dev round
+    # 4 (the step screen's learned reader's read of this message counts as heading
+    # for the step) 0.740 / 0.779.
+    "conflicts": (0.739, 0.779),
     # Heldout doubled with blind-written replies (2026-12-03), then the guard read the
-    # reply with the step screen instead of markers alone: 0.62 -> 0.75 exact.
-    "replies": (0.75, 0.79),
+    # reply with the step screen instead of markers alone: 0.62 -> 0.75 exact. Raised
+    # to what 223 items read after replies dev round 2 (a blind heldout round of 60
+    # read 0.800 fresh): 0.843 / 0.882.
+    "replies": (0.843, 0.882),
 }
 
 
 def test_the_reply_guard_catches_blocked_steps_in_any_wording() -> None:
     # Goal 0.95 on heldout; measured 0.67 (from 0.17 with markers alone), at
-    # precision 0.76 (from 0.57): a floor, raised as the guard improves.
+    # precision 0.76 (from 0.57): a floor, raised as the guard improves. Raised to
+    # what it reads on 223 items (a blind heldout round of 60 read 0.967 fresh):
+    # 91 of 98 (0.929) at precision 0.805, after replies dev round 2 taught the guard
+    # the warnings that name a step (one heldout suggestion now reads as a warning).
     rep = SCORERS["replies"](load_raw("replies", "heldout", DATA)).answers
     caught = sum("blocked_step" in a.predicted for a in rep if "blocked_step" in a.expected)
     total = sum("blocked_step" in a.expected for a in rep)
-    assert caught / total >= 0.67, (caught, total)
+    assert caught / total >= 0.928, (caught, total)
 
 
 @pytest.mark.parametrize("corpus", sorted(SCORERS))

@@ -27,8 +27,10 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "eval"
 # read 0.025 alone). Recorded, not tuned on heldout. Re-based at 332 items (three
 # steps more): 6 of 332 (0.018); on the 252 held before, 5 (0.020, from 0.024).
 # Round 9 (60, stop_medication and confront_abuser_alone) added none: 6 of 392;
-# tuned on dev round 9, 5 of 392.
-SILENT_FLOORS = {"blocked_steps": 0.0128, "pattern_classification": 0.0, "language_register": 0.0}
+# tuned on dev round 9, 5 of 392. Round 10 (60, every step) added none: 5 of 452;
+# tuned on dev round 10 and re-calibrated (350 items), 6 of 452 (0.0133): one answer
+# more clears the bar wrong, still under the goal of 0.02.
+SILENT_FLOORS = {"blocked_steps": 0.0133, "pattern_classification": 0.0, "language_register": 0.0}
 
 
 @pytest.mark.parametrize(("kind", "corpus"), sorted(CORPUS_OF.items()))
@@ -109,8 +111,15 @@ def test_calibrate_refuses_a_check_and_any_split_but_calibration(
 # retrained: 0.927 / 0.824 (stop_medication 0.849, its precision 0.827 -> 0.789;
 # confront_abuser_alone 0.788); round 9 itself 0.879 / 0.691 -> 0.895 / 0.809.
 # Precision falls by 0.006 for 0.021 of recall.
-STEPS_FLOORS = {"precision": 0.927, "recall": 0.823}
-STEP_RECALL_FLOORS = {"stop_medication": 0.849, "confront_abuser_alone": 0.788}
+# Heldout round 10 (60, blind, every step) read 0.932 / 0.891 fresh; all 452 then
+# 0.928 / 0.833. Tuned on steps dev round 10 and the last turns of conflicts dev
+# round 4 (a flat stop further from the medicine, blood thinners, "ab sofort weg",
+# confronting at "her house Sunday" or "what to say when I go round", a lawyer only
+# safe when present, savings moved to a better rate as no bet), the reader
+# retrained: 0.9325 / 0.8504 (stop_medication 0.870, confront_abuser_alone 0.833);
+# round 10 itself 0.932 / 0.891 -> 0.954 / 0.891.
+STEPS_FLOORS = {"precision": 0.932, "recall": 0.850}
+STEP_RECALL_FLOORS = {"stop_medication": 0.869, "confront_abuser_alone": 0.833}
 
 
 def test_the_step_screen_holds_its_heldout_floors() -> None:

@@ -54,6 +54,8 @@ class Combo:
 
 
 _WORD = re.compile(r"\w+")
+# The fewest words the learned reader reads a step in (see _learned_steps).
+_LEARNED_MIN_WORDS = 4
 
 
 def _over(said: str) -> bool:
@@ -429,6 +431,11 @@ def _learned_steps(
     corpus's ``conditions`` are the ones known from earlier turns)."""
     model = shipped("steps")
     if model is None or _REFUSAL.search(said) or _over(said):
+        return {}, False
+    if len(_WORD.findall(said)) < _LEARNED_MIN_WORDS:
+        # "Fine." carries no act and no object: the reader's n-grams of a word or two
+        # are a topic at most (retrained on steps dev round 10, it read "fine" as
+        # stopping medication). No step in any corpus is told in under four words.
         return {}, False
     # A caller may pass the conditions this very message revealed among the
     # remembered ones (Stability does); the corpus's never include them.

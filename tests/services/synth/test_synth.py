@@ -14,12 +14,14 @@ from coachbus.contracts.payloads import (
     PatternClass,
     SheetTone,
 )
+from coachbus.safety.steps import CATALOGUE, step_screen
 from evaluation.chain import Chain, results_for
 from services.coach.logic import quick_reply
 from services.persona.logic import observe as persona_observe
 from services.plasticity.logic import plan
 from services.shadow.logic import observe as shadow_observe
 from services.stability.logic import assess
+from services.synth.conflicts import safety_over_ambition
 from services.synth.logic import build_sheet, render, synthesize, validate
 from tests.fixtures.agents import msg
 
@@ -277,3 +279,20 @@ def test_a_perfect_run_broken_and_restarted_overrules_persona_s_stretch() -> Non
     assert {p.pattern for p in step.shadow.patterns} == {PatternClass.PERFECTIONISM}
     rules = {(c.winner, c.overruled, c.rule) for c in step.final.sheet.conflicts}
     assert ("shadow", "persona", "evidence_over_guess") in rules
+
+
+def test_a_step_the_learned_reader_reads_in_this_message_overrules_any_stretch() -> None:
+    # The rules' words miss it, the step screen's learned reader reads it (the reader
+    # that made the block): the person is heading for it now, so the stretch is
+    # dropped whatever its domain (conflicts dev round 4).
+    said = "Heut Nacht wird durchgelernt, und morgen auch. Schlafen kann i nach der Matura."
+    spec = CATALOGUE["sleep_deprivation"]
+    assert spec.heads_for(said) is None
+    assert any(h.learned and h.spec is spec for h in step_screen(said).hits)
+    dropped, found = safety_over_ambition("fitness", [spec.blocked(0.9)], said)
+    assert dropped
+    assert [c.rule for c in found] == ["safety_over_ambition"]
+    # A block remembered from an earlier turn, with nothing of it in this message,
+    # still leaves a stretch in an unrelated domain alone.
+    dropped, _ = safety_over_ambition("fitness", [spec.blocked(0.9)], "Good run today.")
+    assert not dropped

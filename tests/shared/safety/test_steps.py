@@ -316,7 +316,7 @@ def test_doubt_needs_evidence_not_just_a_high_base_rate(monkeypatch: pytest.Monk
     model = _reader("stop_medication", 0.45, {" zq": 45.0}, bar=0.8)
     monkeypatch.setattr(steps, "shipped", lambda name: model)
     assert steps.step_screen("nothing here at all").outcome == "none"
-    leaning = steps.step_screen("zq")
+    leaning = steps.step_screen("well zq it is")
     assert leaning.outcome == "none_doubt" and leaning.hits == []
 
 
@@ -528,3 +528,11 @@ def test_not_taken_as_prescribed_any_more_is_still_a_step() -> None:
 )
 def test_meeting_an_abuser_alone_in_plain_words(text: str, conditions: frozenset[str]) -> None:
     assert "confront_abuser_alone" in _ruled(text, conditions), text
+
+
+@pytest.mark.parametrize("said", ["Fine.", "fine", "ok thanks", "Passt schon."])
+def test_a_word_or_two_is_no_step_for_the_learned_reader(said: str) -> None:
+    # A word or two carries no act and no object; retrained on steps dev round 10,
+    # the reader had read "fine" as stopping medication.
+    screen = steps.step_screen(said, {"medication", "financial_exposure"})
+    assert screen.hits == []
