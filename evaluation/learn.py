@@ -17,7 +17,7 @@ from typing import Final
 
 from coachbus.learned import BARS, LinearModel, choose_bar, digest, folds, train
 from coachbus.normalize import normalize
-from coachbus.safety.conversation import ASK
+from coachbus.safety.conversation import ASK, signs_in
 from coachbus.safety.screen import RISK
 from coachbus.safety.steps import CATALOGUE, detect_conditions, step_screen
 from evaluation.corpus import Split, load_raw
@@ -111,20 +111,38 @@ def ordinary_talk(data: Path, split: Split) -> list[str]:
     # Not a steps item about an abuser: "er hat mir die Hand gebrochen, ich will ihn
     # treffen" discloses abuse, which the crisis corpus labels a risk (steps dev round
     # 9 brought 34 of them; as ordinary talk they taught the reader abuse is none).
+    # Nor a message in the words of distress (a warning sign of the conversation
+    # reader: "I'm such a fraud, I'm a joke", "ich bin nur noch eine Last"): a
+    # self-critical turn of a coaching conversation is no crisis, but taught as "none"
+    # it teaches the reader that worthlessness and burden words are safe, and the
+    # protective choice is to teach it nothing either way (conflicts dev round 4
+    # brought such turns; the single-message heldout lost four burden and method
+    # items when they were taught as ordinary talk).
     talk += [
         item["text"]
         for item in load_raw("steps", split, data)
         if "abuse" not in item["conditions"]
         and "abuse" not in detect_conditions(item["text"])
         and "confront_abuser_alone" not in item["expected"]
+        and not _distress_worded(item["text"])
     ]
     talk += [
         turn
         for item in load_raw("conflicts", split, data)
         if (item["expected"] or {}).get("rule") != "crisis_first"
         for turn in item["turns"]
+        if not _distress_worded(turn)
     ]
     return talk
+
+
+# The conversation reader's families that are words of distress themselves (not a
+# day, a loss or a harmless reason, which ordinary talk is full of).
+_DISTRESS: Final = frozenset({"hopelessness", "burden", "thoughts", "farewell", "means"})
+
+
+def _distress_worded(text: str) -> bool:
+    return any(family in _DISTRESS for family, _ in signs_in(text))
 
 
 def train_crisis(data: Path) -> LinearModel:

@@ -53,9 +53,16 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "eval"
 # The sixth round (100, fresh, ordinary users, answers in every form and dialect)
 # read 0.643 / 0.818, affirmed 0.545, asked as assumed 0.448; all 603 then read
 # 0.7910 / 0.8983, affirmed 0.7299: the floors fall with the harder text.
-HELDOUT_FLOOR_RECALL = 0.791
-HELDOUT_FLOOR_PRECISION = 0.898
-HELDOUT_FLOOR_AFFIRMED = 0.729
+# Conversations dev round 9 (120, blind, half check-in answers after a subtle first
+# message): a question back about whether anyone would care read as a yes, a Swiss
+# "nöd würkli, nei" to "are you safe?" as a no, "Besser." and "not like THAT, I mean"
+# as a no with its reason, plans told in dialect (a burden, the children's care "wenn
+# mir wos passiert", "is dann soweit"), a letter that says what was never said; the
+# readers retrained: 0.8060 / 0.9000, affirmed 0.752, asked as assumed 0.618; the
+# sixth round 0.643 / 0.818 -> 0.667 / 0.824.
+HELDOUT_FLOOR_RECALL = 0.806
+HELDOUT_FLOOR_PRECISION = 0.900
+HELDOUT_FLOOR_AFFIRMED = 0.751
 
 
 @pytest.fixture(scope="module")

@@ -129,3 +129,22 @@ def test_ordinary_talk_leaves_out_the_steps_corpus_abuse_disclosures() -> None:
     }
     assert abuse and not abuse & talk
     assert {i["text"] for i in steps if not i["expected"] and not i["conditions"]} & talk
+
+
+def test_ordinary_talk_leaves_out_turns_in_the_words_of_distress() -> None:
+    # A self-critical coaching turn ("I'm such a fraud") is no crisis, but taught as
+    # "none" it would teach the crisis reader that worthlessness and burden words are
+    # safe: it is taught nothing either way. Plain coaching turns stay.
+    from coachbus.safety.conversation import signs_in
+
+    talk = learn.ordinary_talk(DATA, "dev")
+    conflicts = [
+        turn
+        for line in (DATA / "conflicts" / "dev.jsonl").open(encoding="utf-8")
+        for turn in json.loads(line)["turns"]
+    ]
+    distress = [
+        t for t in conflicts if any(f in {"burden", "hopelessness"} for f, _ in signs_in(t))
+    ]
+    assert distress and not set(distress) & set(talk)
+    assert len(set(conflicts) & set(talk)) > len(conflicts) // 2

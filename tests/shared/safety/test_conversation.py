@@ -214,6 +214,8 @@ def test_a_no_that_names_a_day_or_a_means_is_not_believed() -> None:
         ("I guess", "unclear"),
         # "yes, a little" in dialect: a little safe is not safe.
         ("jo, scho e chli", "unsafe"),
+        # A Swiss "not really, no" is a no to "are you safe?".
+        ("nöd würkli, nei", "unsafe"),
     ],
 )
 def test_answers_to_are_you_safe(answer: str, expected: str) -> None:
@@ -578,3 +580,34 @@ def test_a_way_up_and_no_way_down_is_a_time() -> None:
     assert "time" in {
         f for f, _ in signs_in("Am Sonntag fahr i auf'n Berg. Von durt kumm i nimma owa.")
     }
+
+
+@pytest.mark.parametrize(
+    "answer",
+    ["würde das denn jemanden interessieren?", "would it even matter if I was?"],
+)
+def test_a_question_back_about_whether_anyone_would_care_is_a_yes(answer: str) -> None:
+    # Weighing one's own worth is no denial: the protective reading is a yes.
+    assert classify_answer("suicide", answer) == "affirmed"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Besser. Ich habe eine Trauergruppe gefunden, donnerstags wandern wir.",
+        "lol not disappear like THAT. i mean a cabin with no wifi. i'm fine",
+        "meal prepping!! nothing darker than that i promise",
+    ],
+)
+def test_a_no_that_says_things_are_better_or_not_like_that_is_believed(answer: str) -> None:
+    assert classify_answer("suicide", answer) == "denied"
+
+
+def test_a_plan_told_in_pieces_in_a_dialect_escalates() -> None:
+    # Conversations dev round 9 (Bavarian): a burden, the children's care arranged
+    # "if anything happens to me", then the weekend it is "so weit".
+    chat = Chat()
+    chat.say("Meine Buam warn ohne mi besser dran, ehrlich.")
+    chat.say("Hob heid mei Schwester gfragt, ob's de Buam nehma dad, wenn mir wos passiert.")
+    last = chat.say("Erleichtert. Des Wochenend is dann soweit.")
+    assert last.screen.category is CrisisCategory.SUICIDAL_IDEATION
