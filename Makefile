@@ -40,8 +40,8 @@ test: $(STAMP) ## run the suite (unit, in-memory and real-broker tests; TEST_WOR
 	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not heavy"
 
 .PHONY: test-heavy
-test-heavy: $(STAMP) ## the few whole-benchmark and whole-corpus tests kept off `make test` (CI runs them too)
-	$(BIN)/pytest -q -m heavy
+test-heavy: $(STAMP) ## the slowest few (whole benchmarks, whole corpora, long broker and real-model scenarios) kept off `make test` (CI runs them too)
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile -m heavy
 
 .PHONY: test-fast
 test-fast: $(STAMP) ## unit and in-memory tests only

@@ -36,6 +36,7 @@ async def test_review_bench_measures_every_figure(kafka_bootstrap: str, tmp_path
     assert "exactly one winner: 3/3" in table(result)
 
 
+@pytest.mark.heavy
 async def test_a_crisis_message_reaches_the_person_through_a_scripted_reviewer(
     kafka_bootstrap: str, tmp_path: Path
 ) -> None:
@@ -51,6 +52,7 @@ async def test_a_crisis_message_reaches_the_person_through_a_scripted_reviewer(
     assert "answer reached the person" in crisis_table(result)
 
 
+@pytest.mark.heavy
 async def test_the_console_draws_every_open_item_of_a_growing_queue(
     kafka_bootstrap: str, tmp_path: Path
 ) -> None:

@@ -15,6 +15,7 @@ pytestmark = [pytest.mark.broker, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.heavy
 def test_tail_measures_post_to_final_for_one_user(tmp_path: Path) -> None:
     out = tmp_path / "tail.json"
     args = ["-m", "bench.tail", "--turns", "4", "--warmup", "1", "--rounds", "1"]

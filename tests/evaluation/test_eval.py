@@ -4,7 +4,9 @@ and the one-page HTML report."""
 from __future__ import annotations
 
 import json
+from functools import cache
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
@@ -49,13 +51,20 @@ FLOORS: dict[str, tuple[float, float]] = {
 }
 
 
+@cache
+def _heldout(corpus: str) -> Any:
+    # Scored once per test process: the conflicts heldout alone takes ~10 s on 2 cores
+    # (every item runs the whole chain of agents) and three tests read it.
+    return SCORERS[corpus](load_raw(corpus, "heldout", DATA))
+
+
 def test_the_reply_guard_catches_blocked_steps_in_any_wording() -> None:
     # Goal 0.95 on heldout; measured 0.67 (from 0.17 with markers alone), at
     # precision 0.76 (from 0.57): a floor, raised as the guard improves. Raised to
     # what it reads on 223 items (a blind heldout round of 60 read 0.967 fresh):
     # 91 of 98 (0.929) at precision 0.805, after replies dev round 2 taught the guard
     # the warnings that name a step (one heldout suggestion now reads as a warning).
-    rep = SCORERS["replies"](load_raw("replies", "heldout", DATA)).answers
+    rep = _heldout("replies").answers
     caught = sum("blocked_step" in a.predicted for a in rep if "blocked_step" in a.expected)
     total = sum("blocked_step" in a.expected for a in rep)
     assert caught / total >= 0.928, (caught, total)
@@ -63,7 +72,7 @@ def test_the_reply_guard_catches_blocked_steps_in_any_wording() -> None:
 
 @pytest.mark.parametrize("corpus", sorted(SCORERS))
 def test_heldout_floors(corpus: str) -> None:
-    rep = figures(SCORERS[corpus](load_raw(corpus, "heldout", DATA)), list_items=False)
+    rep = figures(_heldout(corpus), list_items=False)
     exact, f1 = FLOORS[corpus]
     assert rep["exact_match"] >= exact, rep
     assert rep["micro"]["f1"] >= f1, rep
@@ -126,8 +135,9 @@ def test_no_corpora_folder_is_one_line_naming_data(
 
 def test_safety_over_ambition_is_recorded_when_persona_and_stability_meet() -> None:
     # Goal 0.85 on heldout; measured 0.33 (from 0.0): a floor, raised as Persona's
-    # record of ambition and the step screen improve.
-    rep = SCORERS["conflicts"](load_raw("conflicts", "heldout", DATA)).answers
+    # record of ambition and the step screen improve. Raised to what 238 items read
+    # after conflicts dev round 4: 57 of 78 (0.731).
+    rep = _heldout("conflicts").answers
     want = [a for a in rep if any(e.startswith("safety_over_ambition") for e in a.expected)]
     caught = sum(a.exact for a in want)
-    assert caught / len(want) >= 0.33, (caught, len(want))
+    assert caught / len(want) >= 0.73, (caught, len(want))

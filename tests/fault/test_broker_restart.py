@@ -58,6 +58,7 @@ def _shadow_version(stream: dict) -> int:  # type: ignore[type-arg]
     return version
 
 
+@pytest.mark.heavy
 async def test_broker_outage_with_snapshot_restore(own_broker_stack: RunningStack) -> None:
     rs = own_broker_stack
     stack = rs.stack

@@ -43,6 +43,7 @@ async def _answered(client: httpx.AsyncClient, url: str, user: str, text: str) -
             await asyncio.sleep(0.1)
 
 
+@pytest.mark.heavy
 async def test_kill_9_after_a_completed_erase_restores_nothing_of_the_user(
     tmp_path: Path,
 ) -> None:

@@ -41,6 +41,7 @@ expected-statuses = ["400", "401", "403", "404", "413", "422", "429"]
 """
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("user", ["hugo", "reviewer"])
 async def test_openapi_fuzz_no_server_errors(
     running_stack: RunningStack, tmp_path: Path, user: str

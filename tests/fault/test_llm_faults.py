@@ -127,6 +127,7 @@ async def faulty_llm_stack(
             yield rs, base_url
 
 
+@pytest.mark.heavy
 async def test_every_turn_answered_once_whatever_the_llm_does(
     faulty_llm_stack: tuple[RunningStack, str],
 ) -> None:

@@ -82,6 +82,7 @@ async def secret_stack(
             yield rs, logs
 
 
+@pytest.mark.heavy
 @pytest.mark.broker
 @pytest.mark.slow
 async def test_no_secret_and_no_message_text_in_any_log(

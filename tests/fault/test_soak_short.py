@@ -26,6 +26,7 @@ SECONDS = 8.0
 SAMPLE_S = 0.5
 
 
+@pytest.mark.heavy
 @pytest.mark.broker
 @pytest.mark.slow
 async def test_short_soak_nothing_lost_nothing_doubled(

@@ -148,6 +148,7 @@ async def test_restart_rebuilds_state_from_topics(chaos_stack: RunningStack) -> 
     assert agents["persona"]["payload"]["sessions_seen"] >= 1
 
 
+@pytest.mark.heavy
 async def test_embedded_state_survives_restart_through_snapshot(tmp_path: Path) -> None:
     snapshot = tmp_path / "state.jsonl"
     prefix = f"sn{uuid.uuid4().hex[:6]}."

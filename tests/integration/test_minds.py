@@ -255,6 +255,7 @@ async def test_conversation_on_the_deterministic_tier(running_stack: RunningStac
     assert kept <= {p["pattern"] for p in after["patterns"]}
 
 
+@pytest.mark.heavy
 async def test_conversation_through_the_simulator(kafka_bootstrap: str, tmp_path: Path) -> None:
     # Alex's 17 turns carry patterns, ambition vs. risk and a crisis; the German
     # users are left to the deterministic run to keep the module within minutes.

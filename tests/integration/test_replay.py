@@ -34,6 +34,7 @@ async def llm() -> AsyncIterator[str]:
         yield url
 
 
+@pytest.mark.heavy
 async def test_replay_from_a_file_then_from_its_sandbox_topics(
     kafka_bootstrap: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], llm: str
 ) -> None:

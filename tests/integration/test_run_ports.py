@@ -42,6 +42,7 @@ def _wait_healthy(url: str, proc: subprocess.Popen[bytes], timeout_s: float) -> 
     raise AssertionError(f"{url} not healthy in {timeout_s} s")
 
 
+@pytest.mark.heavy
 def test_every_documented_port_setting_is_used(tmp_path: Path) -> None:
     ports = {
         "COACHBUS_EMBEDDED_BROKER_PORT": free_port(),

@@ -71,6 +71,7 @@ async def _serve(collector: Collector, port: int) -> AsyncIterator[None]:
         await task
 
 
+@pytest.mark.heavy
 async def test_one_trace_spans_the_whole_turn(kafka_bootstrap: str, tmp_path: Path) -> None:
     collector = Collector()
     port = free_port()

@@ -257,6 +257,7 @@ def test_every_command_answers_help(installed: Installed) -> None:
         assert "Traceback" not in run.stderr, (argv, run.stderr)
 
 
+@pytest.mark.heavy
 @pytest.mark.slow
 def test_eval_scores_every_corpus_given_the_corpora(installed: Installed) -> None:
     run = installed.run("eval", "all", "--split", "heldout", "--json", "--data", str(DATA))

@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from coachbus.llm import ChatRequest, LLMClient, LLMSettings
 from coachbus.llm.local import MODEL_ALIAS, LocalModelServer, missing_requirements
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.heavy]
 
 
 class Note(BaseModel):
