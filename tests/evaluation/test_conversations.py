@@ -118,6 +118,7 @@ def test_the_committed_calibration_is_what_the_split_measures() -> None:
     )
 
 
+@pytest.mark.heavy
 def test_cli_reports_heldout_without_items(capsys: pytest.CaptureFixture[str]) -> None:
     args = ["crisis", "--conversations", "--split", "heldout", "--json", "--data", str(DATA)]
     assert eval_cli.main(args) == 0

@@ -30,6 +30,7 @@ pytestmark = [pytest.mark.broker, pytest.mark.slow]
 SLOW_DEADLINE_MS = 4_000
 
 
+@pytest.mark.heavy
 async def test_agent_slower_than_deadline_degrades_and_late_result_is_dropped(
     running_stack: RunningStack,
 ) -> None:

@@ -93,6 +93,7 @@ def _blocked_markers(stream: dict[str, list[dict[str, Any]]]) -> tuple[set[str],
     return ids, markers
 
 
+@pytest.mark.heavy
 @pytest.mark.broker
 @pytest.mark.slow
 async def test_injections_get_no_blocked_step_and_no_foreign_data(

@@ -90,7 +90,14 @@ async def finals_by_turn(
     return counts
 
 
-@pytest.mark.parametrize("victim", SERVICES)
+# The three slowest victims (10 to 15 s each on 2 cores) run in make test-heavy.
+_HEAVY_VICTIMS = {"shadow", "coach", "synth"}
+
+
+@pytest.mark.parametrize(
+    "victim",
+    [pytest.param(v, marks=pytest.mark.heavy) if v in _HEAVY_VICTIMS else v for v in SERVICES],
+)
 async def test_kill_9_mid_turn_every_turn_answered_once(
     chaos_stack: RunningStack, victim: str
 ) -> None:

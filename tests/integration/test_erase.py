@@ -214,6 +214,7 @@ async def test_restarted_gateway_does_not_show_an_erased_users_review(stack: Run
         assert status.json()["complete"] is True
 
 
+@pytest.mark.heavy
 async def test_synth_writes_no_memory_for_a_turn_of_before_the_erase(
     stack: RunningStack,
 ) -> None:

@@ -19,6 +19,7 @@ from tests.integration.conftest import KEYS, RunningStack, events, send
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 
 
+@pytest.mark.heavy
 async def test_official_openai_client_streamed_and_not(running_stack: RunningStack) -> None:
     rs = running_stack
     client = AsyncOpenAI(base_url=f"{rs.url}/v1", api_key=KEYS["alice"], timeout=60)

@@ -217,6 +217,7 @@ def check_done_when(played: dict[str, list[dict[str, Any]]], reviews: list[dict[
         assert t["agents"]["stability"]["payload"]["crisis"]["category"] == t["turn"].expect_crisis
 
 
+@pytest.mark.heavy
 async def test_conversation_on_the_deterministic_tier(running_stack: RunningStack) -> None:
     # The shared stack: deterministic tier, and the restart of Shadow below ends with
     # Shadow healthy again (tests/conftest.py).

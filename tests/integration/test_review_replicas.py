@@ -154,6 +154,7 @@ async def _gone(client: httpx.AsyncClient, url: str, turn_id: str) -> None:
             await asyncio.sleep(0.1)
 
 
+@pytest.mark.heavy
 async def test_two_replicas_agree_on_claims_answers_and_a_restart(replicas: Replicas) -> None:
     rs = replicas
     one, two = rs.urls

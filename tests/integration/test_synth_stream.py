@@ -269,6 +269,7 @@ async def test_a_crisis_turn_is_never_streamed(
     assert not [r for r in llm.requests[asked:] if "pointless lately" in r]
 
 
+@pytest.mark.heavy
 async def test_the_deadline_mid_stream_stops_it_and_the_final_is_sent_once(
     stack: tuple[RunningStack, ScriptedLLM],
 ) -> None:
