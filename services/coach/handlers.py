@@ -16,10 +16,14 @@ from coachbus.memory import MemoryRecord, context_for
 from coachbus.metrics import COACH_FIRST_REPLY
 from coachbus.reply_stream import DeltaPublisher, StreamingLLM
 from coachbus.safety.helplines import Helplines
+from coachbus.safety.warm import warm_in_thread
 from coachbus.topics import Topic
 from services.coach import logic, prompts
 
 runtime = AgentRuntime("coach")
+# The screens' patterns and learned readers load before the first message, not
+# inside its deadline.
+runtime.hooks.startup.append(warm_in_thread)
 router = KafkaRouter()
 boards = runtime.table_view(Topic.BLACKBOARD, Blackboard)
 safety = runtime.table_view(Topic.SAFETY, SafetyState)

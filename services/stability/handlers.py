@@ -16,11 +16,15 @@ from coachbus.normalize import NormalizedText
 from coachbus.safety.conversation import open_question
 from coachbus.safety.model import RISK_INSTRUCTIONS, RiskScreenCall, claim_screen, context_for_model
 from coachbus.safety.screen import is_crisis, merge_screens
+from coachbus.safety.warm import warm_in_thread
 from coachbus.topics import Topic
 from services.stability import logic, prompts
 from services.stability.prompts import RiskDecision, StepsDecision
 
 runtime = AgentRuntime("stability")
+# The screens' patterns and learned readers load before the first message, not
+# inside its deadline.
+runtime.hooks.startup.append(warm_in_thread)
 router = KafkaRouter()
 safety = runtime.owned_store(Topic.SAFETY, SafetyState)
 boards = runtime.table_view(Topic.BLACKBOARD, Blackboard)

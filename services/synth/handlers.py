@@ -33,6 +33,7 @@ from coachbus.memory import MemoryRecord, context_for
 from coachbus.metrics import MESSAGES, SYNTH_FIRST_TEXT, SYNTH_JOIN_WAIT, TURN_LATENCY
 from coachbus.reply_stream import SentencePublisher, StreamingLLM, partial_check
 from coachbus.safety.helplines import Helplines
+from coachbus.safety.warm import warm_in_thread
 from coachbus.topics import AGENT_TOPICS, Topic
 from coachbus.tracing import turn_span
 from services.synth import assemble, logic, prompts
@@ -43,6 +44,9 @@ from services.synth.memory import MemoryKeeper
 log = logging.getLogger(__name__)
 
 runtime = AgentRuntime("synth")
+# The screens' patterns and learned readers load before the first message, not
+# inside its deadline.
+runtime.hooks.startup.append(warm_in_thread)
 router = KafkaRouter()
 _replies: TypeAdapter[Reply] = TypeAdapter(Reply)
 _input_topic = runtime.topic(Topic.USER_MESSAGES)

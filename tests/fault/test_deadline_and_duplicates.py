@@ -106,6 +106,7 @@ async def test_duplicate_user_messages_before_the_final(running_stack: RunningSt
     assert all(replies.coach[t] == 1 for t in turns), dict(replies.coach)
 
 
+@pytest.mark.heavy
 async def test_duplicate_messages_and_results_after_the_final(running_stack: RunningStack) -> None:
     """Redeliver a finished turn's user message and every agent result: no second final,
     no second coach reply, and the gateway shows one of each."""

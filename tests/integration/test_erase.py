@@ -125,6 +125,7 @@ async def _erase_complete(client: httpx.AsyncClient, rs: RunningStack, user: str
             await asyncio.sleep(0.1)
 
 
+@pytest.mark.heavy
 async def test_erase_is_collapsed_while_pending_and_completes(stack: RunningStack) -> None:
     rs = stack
     user = USERS[1]

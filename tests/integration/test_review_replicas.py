@@ -263,6 +263,7 @@ async def test_two_replicas_agree_on_claims_answers_and_a_restart(replicas: Repl
     assert [c["item_id"] for c in calls].count(turn) == 1
 
 
+@pytest.mark.heavy
 async def test_erase_takes_the_persons_items_from_every_replica(replicas: Replicas) -> None:
     rs = replicas
     one, two = rs.urls
