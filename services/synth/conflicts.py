@@ -94,7 +94,8 @@ def _clashes(block: BlockedStep, target: str, message: str | NormalizedText) -> 
 def _read_now(step_id: str, condition: str, message: str | NormalizedText) -> bool:
     """Whether the step screen (rules and learned reader) finds ``step_id`` in
     ``message``; a step that needs a standing condition is read with it held, as the
-    block it explains was made with it (memoised: Stability screened this message)."""
+    block it explains was made with it (the screen is memoised per message and
+    condition, so several blocks of one turn cost one read)."""
     held = frozenset({condition}) if condition else frozenset()
     return any(h.spec.step_id == step_id for h in step_screen(message, held).hits)
 

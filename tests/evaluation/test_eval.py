@@ -6,14 +6,14 @@ from __future__ import annotations
 import json
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 import jsonschema
 import pytest
 
 from evaluation import cli as eval_cli
 from evaluation.corpus import CorpusError, load_raw
-from evaluation.decisions import SCORERS, figures
+from evaluation.decisions import SCORERS, Scored, figures
+from evaluation.results import Report
 
 pytestmark = pytest.mark.unit
 
@@ -52,7 +52,7 @@ FLOORS: dict[str, tuple[float, float]] = {
 
 
 @cache
-def _heldout(corpus: str) -> Any:
+def _heldout(corpus: str) -> Report[Scored]:
     # Scored once per test process: the conflicts heldout alone takes ~10 s on 2 cores
     # (every item runs the whole chain of agents) and three tests read it.
     return SCORERS[corpus](load_raw(corpus, "heldout", DATA))
