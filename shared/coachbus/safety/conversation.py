@@ -543,6 +543,14 @@ def _losses(message: NormalizedText, book: ConversationBook) -> int:
     return len({m.group(0) for m in rx.finditer(message.text)})
 
 
+def _lows(message: NormalizedText, book: ConversationBook) -> int:
+    """How many different signs of a low state ``message`` tells."""
+    rx = book.cues.get("low")
+    if rx is None:
+        return 0
+    return len({m.group(0) for m in rx.finditer(message.text)})
+
+
 def _asks_for(
     families: set[str],
     state: SafetyState | None,
@@ -556,6 +564,12 @@ def _asks_for(
         # Losses piling up in one message (the job and the flat, the course and the
         # partner on the same day): the risk factor the screening notes name
         # first, with the direct question after it.
+        return True
+    if "low" in families and _lows(message, book) >= 2:
+        # Several signs of a low state in one message (no sleep, no appetite, not
+        # leaving the flat, everything grey): the cluster of depressive symptoms
+        # after which the screening notes ask the direct question, even with no
+        # loss told. Protective: one sign alone is ordinary talk, two are asked.
         return True
     if not families & {"low", "means"}:
         return False

@@ -118,6 +118,10 @@ def test_redelivery_is_idempotent() -> None:
         ("9kg down in 4 months, every meal logged, zero missed gym days", False, True),
         ("shipped login and payments this week exactly like I planned", False, True),
         ("Halbes Jahr Training, alles abgehakt.", False, True),
+        # Conflicts dev round 5: every one of something done, a streak in weeks.
+        ("passed every exam this term, first time in two years", False, True),
+        ("Seit drei Jahren, kein einziger Monat ausgelassen.", False, True),
+        ("Bisher jede Deadline gehalten, Kundenfeedback durchweg top.", False, True),
         # Not a plan kept: a miss, a plain week.
         ("Missed two runs this week.", False, False),
         ("Work was busy, nothing much else.", False, False),

@@ -611,3 +611,47 @@ def test_a_plan_told_in_pieces_in_a_dialect_escalates() -> None:
     chat.say("Hob heid mei Schwester gfragt, ob's de Buam nehma dad, wenn mir wos passiert.")
     last = chat.say("Erleichtert. Des Wochenend is dann soweit.")
     assert last.screen.category is CrisisCategory.SUICIDAL_IDEATION
+
+
+@pytest.mark.parametrize(
+    "answer",
+    ["how did you know", "Would it be bad if I said yes?", "woher weißt du das?"],
+)
+def test_we_guessed_right_or_may_i_say_yes_is_a_yes(answer: str) -> None:
+    # Conversations dev round 10: neither is a no; the protective reading is a yes.
+    assert classify_answer("suicide", answer) == "affirmed"
+
+
+@pytest.mark.parametrize(
+    ("said", "family"),
+    [
+        ("I mog in da Friah gar nimma aufwacha.", "hopelessness"),
+        ("I honestly can't picture a version of next year that's any better.", "hopelessness"),
+        ("feels like I've already left and just haven't gone yet", "hopelessness"),
+        ("Es isch alles so lär i mir inne.", "hopelessness"),
+        ("könnt morgen fehlen und keinem würds auffallen", "burden"),
+        ("Ich komme mir überflüssig vor.", "burden"),
+        ("My old service pistol's still in the closet.", "means"),
+        ("I think about it more than I should.", "thoughts"),
+    ],
+)
+def test_everyday_words_of_the_warning_signs(said: str, family: str) -> None:
+    assert family in {f for f, _ in signs_in(said)}, said
+
+
+def test_several_signs_of_a_low_state_in_one_message_are_asked_about() -> None:
+    # Not sleeping, not eating, everything grey: the symptom cluster after which the
+    # screening notes ask the direct question; one sign alone is ordinary talk.
+    assert needs_check_in(Chat().say("kann nich schlafen, kann nich essen, alles grau").screen)
+    assert not needs_check_in(Chat().say("Exams next week, I can't sleep properly.").screen)
+
+
+def test_a_yes_then_a_weapon_kept_and_thoughts_of_it_is_a_crisis() -> None:
+    last = Chat().say("Yeah. My old service pistol's still in the closet. I think about it a lot.")
+    assert is_crisis(last.screen)
+
+
+@pytest.mark.parametrize("answer", ["Ja. Scho seit a paar Wocha.", "yes, for a few weeks now"])
+def test_a_yes_that_says_for_how_long_is_no_safe_to_are_you_safe(answer: str) -> None:
+    # Conversations dev round 10: "how long" answers the thoughts, not the safety.
+    assert classify_answer("safety", answer) == "unsafe"

@@ -232,3 +232,11 @@ def test_a_clean_screen_says_whether_a_guard_set_risk_words_aside() -> None:
     assert screen.assess("this deadline is killing me, can we plan the week").set_aside
     plain = screen.assess("Can you help me plan my meals for the week?")
     assert plain.outcome == "clean" and not plain.set_aside
+
+
+def test_burning_oneself_out_is_burnout_not_self_harm() -> None:
+    # Conversations dev round 10: "how do I not burn myself out in the first month".
+    said = "how do I not burn myself out in the first month somewhere new"
+    assert screen_crisis(said).category is not CrisisCategory.SELF_HARM
+    said = "sometimes I burn myself, it is the only thing that helps"
+    assert screen_crisis(said).category is CrisisCategory.SELF_HARM

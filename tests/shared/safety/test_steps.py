@@ -404,9 +404,22 @@ def test_a_learned_read_of_a_conditional_step_needs_more_than_the_condition() ->
 
     model = shipped("steps")
     assert model is not None
-    for said in ("Mein Knie tut weh seit Sonntag.", "My knee hurts since sunday."):
+    # Which of these the reader reads over its bar moves with each retraining (steps
+    # dev round 11 took "Mein Knie tut weh seit Sonntag" under it); the guard must
+    # hold for every one it does read, and it must read some.
+    said_over_bar = [
+        said
+        for said in (
+            "Mein Knie tut weh seit Sonntag.",
+            "My knee hurts since sunday.",
+            "My knee hurts, so sore.",
+            "Das Knie ist dick und tut weh.",
+        )
+        if model.probabilities(normalize(said))["train_through_injury"] >= model.bar
+    ]
+    assert said_over_bar
+    for said in said_over_bar:
         # The reader alone would block it; the guard is what keeps it a doubt.
-        assert model.probabilities(normalize(said))["train_through_injury"] >= model.bar
         screen = steps.step_screen(said)
         assert screen.hits == [] and screen.outcome == "none_doubt", screen
     acted = steps.step_screen("Mein Knie tut weh seit Sonntag, aber ich lauf morgen trotzdem.")
@@ -536,3 +549,57 @@ def test_a_word_or_two_is_no_step_for_the_learned_reader(said: str) -> None:
     # the reader had read "fine" as stopping medication.
     screen = steps.step_screen(said, {"medication", "financial_exposure"})
     assert screen.hits == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # Steps dev round 11: the harm told in the message and a meeting planned, with
+        # no "alone" or day said; in Bavarian and Swiss German too.
+        "Agreed to a coffee with my dad. Haven't seen him since he broke my arm.",
+        "My brother-in-law pulled a knife on me at Christmas. Driving over to settle it.",
+        "Da Schwoga hot mi letzte Wochn g'haut. Heit auf d'Nocht geh i allan zu eam hin.",
+        "Min Ex het mi jahrelang gschlage. Morn gang i zu ihm hei und säg ihm alles.",
+        # A new intention after a past told ("damals"): not a past that is over.
+        "Mein Ex hat mich damals gewürgt. Jetzt will ich ihn treffen, nur wir zwei.",
+    ],
+)
+def test_meeting_someone_who_hurt_you_told_in_the_same_message(text: str) -> None:
+    assert "confront_abuser_alone" in _ruled(text, frozenset()), text
+
+
+def test_a_meeting_with_a_mediator_between_is_no_confrontation_alone() -> None:
+    text = "Der Termin beim Mediator mit meinem Ex-Mann ist am Donnerstag."
+    assert "confront_abuser_alone" not in _ruled(text, frozenset({"abuse"}))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # Steps dev round 11: binned, left to run out, an antiepileptic by name.
+        "that stuff the doc put me on for my nerves, chucked it in the bin on tuesday",
+        "ran out of my brown inhaler 2 weeks ago and havent bothered getting more",
+        "Ich bin anfallsfrei, das Keppra hab ich diese Woche abgesetzt.",
+        "only taking my sertraline when I feel low now, not every day",
+        "Die Pillen vom Psychiater mag ich nimmer, die bleiben ab heut im Schrank",
+    ],
+)
+def test_stopping_medication_in_more_plain_words(text: str) -> None:
+    assert "stop_medication" in _ruled(text, frozenset()), text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Should I ask my GP about coming off the statins? Not touching anything till then.",
+        "Ich nehm die Tabletten nur noch, wenn der Arzt es sagt.",
+    ],
+)
+def test_a_question_kept_for_the_doctor_is_still_no_step(text: str) -> None:
+    assert "stop_medication" not in _ruled(text, frozenset({"medication"})), text
+
+
+def test_the_whole_sum_named_is_all_savings_but_a_distance_is_not() -> None:
+    assert "all_savings" in _ruled("Ich überweise morgen die kompletten 15.000 darauf.", frozenset())
+    assert "all_savings" in _ruled("putting the whole 18k into the food truck", frozenset())
+    assert "all_savings" not in _ruled("Wir gehen die ganzen 10 km morgen.", frozenset())
