@@ -600,6 +600,7 @@ def test_a_question_kept_for_the_doctor_is_still_no_step(text: str) -> None:
 
 
 def test_the_whole_sum_named_is_all_savings_but_a_distance_is_not() -> None:
-    assert "all_savings" in _ruled("Ich überweise morgen die kompletten 15.000 darauf.", frozenset())
+    said = "Ich überweise morgen die kompletten 15.000 darauf."
+    assert "all_savings" in _ruled(said, frozenset())
     assert "all_savings" in _ruled("putting the whole 18k into the food truck", frozenset())
     assert "all_savings" not in _ruled("Wir gehen die ganzen 10 km morgen.", frozenset())
