@@ -60,9 +60,17 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "eval"
 # mir wos passiert", "is dann soweit"), a letter that says what was never said; the
 # readers retrained: 0.8060 / 0.9000, affirmed 0.752, asked as assumed 0.618; the
 # sixth round 0.643 / 0.818 -> 0.667 / 0.824.
-HELDOUT_FLOOR_RECALL = 0.806
-HELDOUT_FLOOR_PRECISION = 0.900
-HELDOUT_FLOOR_AFFIRMED = 0.751
+# Conversations dev rounds 10 and 11 (240, blind: subtle first messages, then mostly
+# hard negatives): "how did you know" and "if I said yes" answer yes, a passive wish
+# not to wake up, no next year better, several low signs in one message ask, a past
+# told as over and a present that is good is a no, "yes. safe." and "I'm fine,
+# promise" are safe, a yes that says for how long is not; readers retrained: 0.8172 /
+# 0.8975 (219 caught, 25 false: three more caught and one more false alarm than
+# before, so the precision floor falls by that one item), affirmed 0.788, asked as
+# assumed 0.660.
+HELDOUT_FLOOR_RECALL = 0.817
+HELDOUT_FLOOR_PRECISION = 0.897
+HELDOUT_FLOOR_AFFIRMED = 0.788
 
 
 @pytest.fixture(scope="module")

@@ -155,3 +155,34 @@ def test_a_step_named_to_warn_or_offer_company_is_no_suggestion(
 ) -> None:
     found = check_reply(reply, language=language, register="informal", never=[never])
     assert not any(p.startswith("blocked step suggested") for p in found), found
+
+
+@pytest.mark.parametrize(
+    ("reply", "language", "never"),
+    [
+        # Replies dev round 4: the wish restated with empathy, then the safer path.
+        (
+            "Ich verstehe, dass Sie am liebsten morgen kündigen würden. Ohne Rücklagen wäre "
+            "das aber ein großes Risiko.",
+            "de",
+            "quit_job_abruptly",
+        ),
+        (
+            "Wanting to come off the tablets after feeling well makes sense. Could you take "
+            "that to your GP, so any change happens as a slow, supervised taper?",
+            "en",
+            "stop_medication",
+        ),
+    ],
+)
+def test_the_wish_restated_before_the_safer_path_is_no_suggestion(
+    reply: str, language: str, never: str
+) -> None:
+    found = check_reply(reply, language=language, register="informal", never=[never])
+    assert not any(p.startswith("blocked step suggested") for p in found), found
+
+
+def test_a_pep_talk_for_the_step_in_other_words_is_caught() -> None:
+    reply = "Sometimes you have to burn the boats. Walk into Monday's meeting, hand in your badge."
+    found = check_reply(reply, language="en", register="informal", never=["quit_job_abruptly"])
+    assert any(p.startswith("blocked step suggested: quit_job_abruptly") for p in found), found

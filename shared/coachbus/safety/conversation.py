@@ -299,10 +299,11 @@ def classify_answer(
         return "unclear"
     if book.deny_start.search(said) and not families & _NOT_A_NO:
         return "denied"
-    if families & (_PLAN_FAMILIES | {"farewell"}):
+    if families & (_PLAN_FAMILIES | {"farewell", "ready"}):
         # A day or a means given in answer to "are you having thoughts of ending your
         # life?" answers it: yes, with a plan; so does a farewell act (giving things
-        # away, a goodbye), preparatory behaviour on the C-SSRS.
+        # away, a goodbye), preparatory behaviour on the C-SSRS, and everything said to
+        # be ready ("hab alles, was ich brauch"; conversations dev round 11).
         return "affirmed"
     # An emoji answer: only where no word of the answer says otherwise.
     if any(e in said for e in book.affirm_emoji) and len(re.findall(r"\w+", said)) <= 3:

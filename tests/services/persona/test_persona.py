@@ -122,6 +122,10 @@ def test_redelivery_is_idempotent() -> None:
         ("passed every exam this term, first time in two years", False, True),
         ("Seit drei Jahren, kein einziger Monat ausgelassen.", False, True),
         ("Bisher jede Deadline gehalten, Kundenfeedback durchweg top.", False, True),
+        # Conflicts dev round 6: PRs on every lift, marathons done, Klassenbeste.
+        ("Followed my program to the letter for 16 weeks, PRs on every lift.", False, True),
+        ("nine years a firefighter, four marathons done", False, True),
+        ("Ausbildung wieder aufgenommen und bin Klassenbeste.", False, True),
         # Not a plan kept: a miss, a plain week.
         ("Missed two runs this week.", False, False),
         ("Work was busy, nothing much else.", False, False),

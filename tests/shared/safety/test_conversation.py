@@ -655,3 +655,31 @@ def test_a_yes_then_a_weapon_kept_and_thoughts_of_it_is_a_crisis() -> None:
 def test_a_yes_that_says_for_how_long_is_no_safe_to_are_you_safe(answer: str) -> None:
     # Conversations dev round 10: "how long" answers the thoughts, not the safety.
     assert classify_answer("safety", answer) == "unsafe"
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "reading"),
+    [
+        # Conversations dev round 11: a past told as over and a present that is good,
+        # a no that says which way it was not meant, safety said in so many words.
+        ("safety", "Nein, nein. Das ist vorbei. Ich habe Hilfe bekommen.", "safe"),
+        ("suicide", "not now, no. that was years ago and I got proper help, it lifted", "denied"),
+        ("suicide", "neee alter das sagt man halt so 😂 mir gehts gut", "denied"),
+        ("safety", "yes. safe. on the sofa with the dog, just need to get through it", "safe"),
+        ("safety", "The relationship! I'm not in any danger, I just need help.", "safe"),
+        # A yes to "are you safe?" that goes on to say the thoughts come is not safe.
+        ("safety", "Yes. Sometimes I think this, at night after work.", "unsafe"),
+        # Everything said to be ready, with the time come, answers our question: yes.
+        ("suicide", "morgen früh ist es soweit. hab alles was ich brauch", "affirmed"),
+    ],
+)
+def test_answers_of_conversations_dev_round_11(question: str, answer: str, reading: str) -> None:
+    assert classify_answer(question, answer) == reading  # type: ignore[arg-type]
+
+
+def test_a_harmless_reason_explains_a_goodbye_at_work_and_a_pill_box() -> None:
+    assert "harmless" in {f for f, _ in signs_in("41 Johr bei da Post. Ab Montag bin i Rentner")}
+    assert "harmless" in {f for f, _ in signs_in("Ich hab ihr so eine Wochenbox gekauft.")}
+    # Giving everything to an animal shelter is the farewell act, not its reason.
+    said = "hab heute mein sparkonto aufgelöst und alles dem tierheim gespendet"
+    assert "harmless" not in {f for f, _ in signs_in(said)}

@@ -604,3 +604,45 @@ def test_the_whole_sum_named_is_all_savings_but_a_distance_is_not() -> None:
     assert "all_savings" in _ruled(said, frozenset())
     assert "all_savings" in _ruled("putting the whole 18k into the food truck", frozenset())
     assert "all_savings" not in _ruled("Wir gehen die ganzen 10 km morgen.", frozenset())
+
+
+@pytest.mark.parametrize(
+    ("text", "conditions", "step_id"),
+    [
+        # Conflicts dev round 6: painkillers to lift on an injury, a medicine stopped
+        # "this weekend" a sentence after it is named, everything in the account.
+        (
+            "Still going for the 250. A couple of painkillers before the lift and I'll grind it.",
+            frozenset({"injury"}),
+            "train_through_injury",
+        ),
+        (
+            "the lithium flattens everything. I want my edge back so I'm stopping it this weekend.",
+            frozenset(),
+            "stop_medication",
+        ),
+        (
+            "gonna send him literally everything in my account tonight, rent money included",
+            frozenset(),
+            "all_savings",
+        ),
+        # Replies dev round 4: the last drink tonight, dry by morning, without the clinic.
+        (
+            "Heute Abend der letzte Schnaps, morgen früh bist du trocken, ganz ohne Entzugsklinik.",
+            frozenset(),
+            "alcohol_cold_turkey",
+        ),
+    ],
+)
+def test_steps_of_conflicts_round_6_and_replies_round_4(
+    text: str, conditions: frozenset[str], step_id: str
+) -> None:
+    assert step_id in _ruled(text, conditions), text
+
+
+def test_stopping_something_that_is_no_medicine_is_no_step() -> None:
+    said = "I'm stopping it, the running club I mean, it's too far away"
+    assert _ruled(said, frozenset()) == set()
+    assert "alcohol_cold_turkey" not in _ruled(
+        "Ich geh nächste Woche in die Entzugsklinik, der Hausarzt hat das organisiert.", frozenset()
+    )
