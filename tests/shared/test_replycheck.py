@@ -148,18 +148,6 @@ def test_a_step_the_remembered_conditions_make_dangerous_is_caught_without_a_blo
             "de",
             "confront_abuser_alone",
         ),
-    ],
-)
-def test_a_step_named_to_warn_or_offer_company_is_no_suggestion(
-    reply: str, language: str, never: str
-) -> None:
-    found = check_reply(reply, language=language, register="informal", never=[never])
-    assert not any(p.startswith("blocked step suggested") for p in found), found
-
-
-@pytest.mark.parametrize(
-    ("reply", "language", "never"),
-    [
         # Replies dev round 4: the wish restated with empathy, then the safer path.
         (
             "Ich verstehe, dass Sie am liebsten morgen kündigen würden. Ohne Rücklagen wäre "
@@ -175,7 +163,7 @@ def test_a_step_named_to_warn_or_offer_company_is_no_suggestion(
         ),
     ],
 )
-def test_the_wish_restated_before_the_safer_path_is_no_suggestion(
+def test_a_step_named_to_warn_restate_or_offer_company_is_no_suggestion(
     reply: str, language: str, never: str
 ) -> None:
     found = check_reply(reply, language=language, register="informal", never=[never])
