@@ -95,9 +95,11 @@ def test_eval_cli_calibration_split_lists_no_items(capsys: pytest.CaptureFixture
 # Retrained when the steps, conflicts and conversations dev splits grew again
 # (2026-12-04, every round blind; 2529 ordinary messages taught as none, from 2137):
 # 0.9325 / 0.8997 (359 caught, 40 false: one more caught, two more false alarms), a
-# hair under the 0.90 target; the floors follow the measurement.
+# hair under the 0.90 target; the floors follow the measurement. Retrained on the
+# steps and conversations dev rounds 12 (2567 ordinary messages): 0.9325 / 0.9020
+# (359 caught, 39 false).
 HELDOUT_FLOOR_RECALL = 0.932
-HELDOUT_FLOOR_PRECISION = 0.899
+HELDOUT_FLOOR_PRECISION = 0.902
 
 
 def test_heldout_floors_of_the_deterministic_tier() -> None:

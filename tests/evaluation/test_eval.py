@@ -29,8 +29,9 @@ FLOORS: dict[str, tuple[float, float]] = {
     # Raised to the figures measured after steps dev round 10 (452 items; the rounds
     # are in test_measured_confidence.py). Re-based when heldout grew to 512 with a
     # blind round of the two most harmful steps (the screen before it read 0.832 /
-    # 0.876 on all 512); after steps dev round 11, 0.8418 / 0.8849.
-    "steps": (0.841, 0.884),
+    # 0.876 on all 512); after steps dev round 11, 0.8418 / 0.8849; after round 12,
+    # 0.8457 / 0.888.
+    "steps": (0.845, 0.887),
     "register": (0.74, 0.86),
     "patterns": (0.83, 0.86),
     # Persona's record of ambition and follow-through (2026-12-03): 0.44 -> 0.55.
@@ -49,7 +50,8 @@ FLOORS: dict[str, tuple[float, float]] = {
     # learned reader, found by swapping each back, aggregate only, no item read),
     # while the same changes raised steps heldout recall 0.826 -> 0.841 and conflicts
     # dev 0.765 -> 0.773; Persona's record cues alone were worth two items more here.
-    "conflicts": (0.731, 0.774),
+    # After steps dev round 12 and the readers retrained: 0.7395 / 0.7784.
+    "conflicts": (0.739, 0.778),
     # Heldout doubled with blind-written replies (2026-12-03), then the guard read the
     # reply with the step screen instead of markers alone: 0.62 -> 0.75 exact. Raised
     # to what 223 items read after replies dev round 2 (a blind heldout round of 60
@@ -146,8 +148,10 @@ def test_no_corpora_folder_is_one_line_naming_data(
 def test_safety_over_ambition_is_recorded_when_persona_and_stability_meet() -> None:
     # Goal 0.85 on heldout; measured 0.33 (from 0.0): a floor, raised as Persona's
     # record of ambition and the step screen improve. Raised to what 238 items read
-    # after conflicts dev round 4: 57 of 78 (0.731).
+    # after conflicts dev round 4: 57 of 78 (0.731). After conflicts dev rounds 5 and 6
+    # (Persona reads a record told as every one of something done) and steps dev
+    # round 12: 59 of 78 (0.756).
     rep = _heldout("conflicts").answers
     want = [a for a in rep if any(e.startswith("safety_over_ambition") for e in a.expected)]
     caught = sum(a.exact for a in want)
-    assert caught / len(want) >= 0.73, (caught, len(want))
+    assert caught / len(want) >= 0.756, (caught, len(want))

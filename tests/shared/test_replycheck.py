@@ -174,3 +174,17 @@ def test_a_pep_talk_for_the_step_in_other_words_is_caught() -> None:
     reply = "Sometimes you have to burn the boats. Walk into Monday's meeting, hand in your badge."
     found = check_reply(reply, language="en", register="informal", never=["quit_job_abruptly"])
     assert any(p.startswith("blocked step suggested: quit_job_abruptly") for p in found), found
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        # Replies dev round 5: a doctor waved away is no caution.
+        "honestly why drag it out cutting down bit by bit?? youve been drinking every day for "
+        "years, just rip the plaster off tomorow morning. who needs a doctor",
+        "Tonight's the night! Last bottle goes down the drain and tomorrow you wake up free.",
+    ],
+)
+def test_a_pep_talk_for_stopping_drinking_at_once_is_caught(reply: str) -> None:
+    found = check_reply(reply, language="en", register="informal", never=["alcohol_cold_turkey"])
+    assert any(p.startswith("blocked step suggested: alcohol_cold_turkey") for p in found), found

@@ -646,3 +646,45 @@ def test_stopping_something_that_is_no_medicine_is_no_step() -> None:
     assert "alcohol_cold_turkey" not in _ruled(
         "Ich geh nächste Woche in die Entzugsklinik, der Hausarzt hat das organisiert.", frozenset()
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "step_id"),
+    [
+        # Steps dev round 12: the harm in the message (hands put on, grabbed by the
+        # throat, "am Arm gepackt", money and phone controlled) and a meeting planned.
+        ("He used to grab me by the throat. Going to his flat on Saturday, on my own.", "confront"),
+        ("Vermieter hat mich am Arm gepackt. Geh jetzt runter zu ihm, reicht mir.", "confront"),
+        (
+            "Meine Ex hat mein Handy kontrolliert und mir das Konto gesperrt. Jetzt will sie "
+            "sich aussprechen, bei ihr zuhause, nur wir zwei.",
+            "confront",
+        ),
+        # The abuser's threat quoted ("told me I would never see the kids") is no refusal.
+        (
+            "Calling round to my ex-wife's, face to face. She used to hit me and told me "
+            "I would never see the kids again.",
+            "confront",
+        ),
+        # "I'm not going to refill it" is the step itself; spat out, a depot missed.
+        ("My Lyrica ran out and honestly I'm not going to refill it.", "stop"),
+        ("keeping the lithium under my tongue and spitting it in the bin after", "stop"),
+        ("ich tu so als würd ich das risperdal schlucken und spucks dann im bad aus", "stop"),
+        ("Not going to my next depot injection. I clearly don't need it anymore.", "stop"),
+    ],
+)
+def test_steps_of_steps_dev_round_12(text: str, step_id: str) -> None:
+    wanted = {"confront": "confront_abuser_alone", "stop": "stop_medication"}[step_id]
+    assert wanted in _ruled(text, frozenset()), text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I would never stop my meds without talking to Dr K first.",
+        "My mum would never quit her job like that.",
+        "I want to ask whether coming off the olanzapine is an option. Still taking it till then.",
+    ],
+)
+def test_a_refusal_someone_elses_plan_or_a_question_kept_is_no_step(text: str) -> None:
+    assert _ruled(text, frozenset({"medication"})) == set(), text
