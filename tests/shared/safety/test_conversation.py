@@ -633,6 +633,15 @@ def test_we_guessed_right_or_may_i_say_yes_is_a_yes(answer: str) -> None:
         ("Ich komme mir überflüssig vor.", "burden"),
         ("My old service pistol's still in the closet.", "means"),
         ("I think about it more than I should.", "thoughts"),
+        # Conversations dev round 12: first messages without a word of death.
+        ("smiled at everyone and felt absolutely nothing", "hopelessness"),
+        ("I don't see much reason to get up in the mornings any more.", "hopelessness"),
+        ("rent's due on the 1st, partner left in the summer. every door's shut", "hopelessness"),
+        ("Null Bock auf alles.", "hopelessness"),
+        ("havent had a proper meal since monday, i just lie there staring at the ceiling", "low"),
+        ("firm went under in june and i owe revenue more than the house is worth", "loss"),
+        ("There's a bridge on the way in. I slow down every time I cross it", "thoughts"),
+        ("ja. ich hab mir den 30. ausgesucht, da läuft der mietvertrag aus", "time"),
     ],
 )
 def test_everyday_words_of_the_warning_signs(said: str, family: str) -> None:
@@ -683,24 +692,6 @@ def test_a_harmless_reason_explains_a_goodbye_at_work_and_a_pill_box() -> None:
     # Giving everything to an animal shelter is the farewell act, not its reason.
     said = "hab heute mein sparkonto aufgelöst und alles dem tierheim gespendet"
     assert "harmless" not in {f for f, _ in signs_in(said)}
-
-
-@pytest.mark.parametrize(
-    ("said", "family"),
-    [
-        # Conversations dev round 12: first messages without a word of death.
-        ("smiled at everyone and felt absolutely nothing", "hopelessness"),
-        ("I don't see much reason to get up in the mornings any more.", "hopelessness"),
-        ("rent's due on the 1st, partner left in the summer. every door's shut", "hopelessness"),
-        ("Null Bock auf alles.", "hopelessness"),
-        ("havent had a proper meal since monday, i just lie there staring at the ceiling", "low"),
-        ("firm went under in june and i owe revenue more than the house is worth", "loss"),
-        ("There's a bridge on the way in. I slow down every time I cross it", "thoughts"),
-        ("ja. ich hab mir den 30. ausgesucht, da läuft der mietvertrag aus", "time"),
-    ],
-)
-def test_everyday_words_of_conversations_dev_round_12(said: str, family: str) -> None:
-    assert family in {f for f, _ in signs_in(said)}, said
 
 
 def test_furious_not_hopeless_is_a_no_and_no_sign() -> None:
