@@ -535,18 +535,11 @@ def _asks_learned(found: Finding, message: NormalizedText) -> str | None:
     return f"learned: {', '.join(reader.evidence(message.text, ASK))}"
 
 
-def _losses(message: NormalizedText, book: ConversationBook) -> int:
-    """How many major losses ``message`` tells ("exmatrikuliert, und meine Freundin
-    hat Schluss gemacht"), counted apart only where they are different words."""
-    rx = book.cues.get("loss")
-    if rx is None:
-        return 0
-    return len({m.group(0) for m in rx.finditer(message.text)})
-
-
-def _lows(message: NormalizedText, book: ConversationBook) -> int:
-    """How many different signs of a low state ``message`` tells."""
-    rx = book.cues.get("low")
+def _distinct(family: str, message: NormalizedText, book: ConversationBook) -> int:
+    """How many signs of ``family`` ``message`` tells ("exmatrikuliert, und meine
+    Freundin hat Schluss gemacht" is two losses), counted apart only where they are
+    different words."""
+    rx = book.cues.get(family)
     if rx is None:
         return 0
     return len({m.group(0) for m in rx.finditer(message.text)})
@@ -561,12 +554,12 @@ def _asks_for(
 ) -> bool:
     if families & {"hopelessness", "burden"}:
         return True
-    if "loss" in families and _losses(message, book) >= 2:
+    if "loss" in families and _distinct("loss", message, book) >= 2:
         # Losses piling up in one message (the job and the flat, the course and the
         # partner on the same day): the risk factor the screening notes name
         # first, with the direct question after it.
         return True
-    if "low" in families and _lows(message, book) >= 2:
+    if "low" in families and _distinct("low", message, book) >= 2:
         # Several signs of a low state in one message (no sleep, no appetite, not
         # leaving the flat, everything grey): the cluster of depressive symptoms
         # after which the screening notes ask the direct question, even with no

@@ -680,6 +680,8 @@ def test_a_yes_that_says_for_how_long_is_no_safe_to_are_you_safe(answer: str) ->
         ("safety", "Yes. Sometimes I think this, at night after work.", "unsafe"),
         # Everything said to be ready, with the time come, answers our question: yes.
         ("suicide", "morgen früh ist es soweit. hab alles was ich brauch", "affirmed"),
+        # Everything ready alone, with no time or means named, answers it too.
+        ("suicide", "hab alles was ich brauch.", "affirmed"),
     ],
 )
 def test_answers_of_conversations_dev_round_11(question: str, answer: str, reading: str) -> None:
