@@ -47,7 +47,9 @@ _ARTEFACTS: tuple[tuple[re.Pattern[str], str], ...] = (
         ),
         "field name",
     ),
-    (re.compile(r"[{}]|\"\w+\"\s*:|\bnull\b"), "JSON fragment"),
+    # "null" only as JSON has it (": null", "null]"): in German it is the number zero
+    # ("von fünf Flaschen auf null", replies dev round 6).
+    (re.compile(r"[{}]|\"\w+\"\s*:|:\s*null\b|\bnull\s*[\]}]"), "JSON fragment"),
     (re.compile(r"[\[\]<>]|\bTODO\b|\bN/A\b|\bTBD\b"), "bracketed marker"),
 )
 

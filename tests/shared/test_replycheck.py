@@ -188,3 +188,12 @@ def test_a_pep_talk_for_the_step_in_other_words_is_caught() -> None:
 def test_a_pep_talk_for_stopping_drinking_at_once_is_caught(reply: str) -> None:
     found = check_reply(reply, language="en", register="informal", never=["alcohol_cold_turkey"])
     assert any(p.startswith("blocked step suggested: alcohol_cold_turkey") for p in found), found
+
+
+def test_null_is_a_json_artefact_only_as_json_has_it() -> None:
+    # Replies dev round 6: German "auf null" is the number zero, not a leaked field.
+    from coachbus.replycheck import artefact_problems
+
+    assert artefact_problems("Von fünf Flaschen auf null: So sieht Entschlossenheit aus.") == []
+    assert artefact_problems('Gut gemacht. "tone": null') != []
+    assert artefact_problems("Your plan: null") != []

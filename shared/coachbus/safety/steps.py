@@ -38,9 +38,16 @@ class Combo:
     # The most words between the two (German puts the object between a separable
     # verb's parts: "setz die Tabletten ab").
     window: int
+    # A standing condition the combination counts only under (stated now or
+    # remembered): "I'm stopping drinking tomorrow, no doctor" is the risky step
+    # only after heavy daily drinking, which may have been told two turns before.
+    needs: str = ""
 
-    def search(self, said: str) -> str | None:
-        """The stretch of ``said`` from the act to the object, if they are close."""
+    def search(self, said: str, held: frozenset[str] | set[str] = frozenset()) -> str | None:
+        """The stretch of ``said`` from the act to the object, if they are close
+        (and the combination's standing condition is among ``held``)."""
+        if self.needs and self.needs not in held:
+            return None
         acts = [m.span() for m in self.act.finditer(said)]
         if not acts:
             return None
@@ -96,15 +103,20 @@ class StepSpec:
     def priority(self) -> int:
         return self.severity * self.detectability * self.reversibility
 
-    def heads_for(self, text: str | NormalizedText) -> str | None:
-        """What in ``text`` (a user's message) heads for this step, if anything."""
-        return self.found_in(normalized(text).text)
+    def heads_for(
+        self, text: str | NormalizedText, held: frozenset[str] | set[str] = frozenset()
+    ) -> str | None:
+        """What in ``text`` (a user's message) heads for this step, if anything;
+        ``held``: the standing conditions known (a combination may need one)."""
+        return self.found_in(normalized(text).text, held)
 
-    def found_in(self, said: str) -> str | None:
+    def found_in(self, said: str, held: frozenset[str] | set[str] = frozenset()) -> str | None:
         """The words of ``said`` (normalised) naming this step: a phrase trigger or
-        an act near its object, unless the step is said to be safely arranged."""
+        an act near its object, unless the step is said to be safely arranged.
+        ``held``: the standing conditions known (a combination may need one)."""
         m = self.triggers.search(said)
-        found = m.group(0) if m else next(filter(None, (c.search(said) for c in self.combos)), None)
+        combos = (c.search(said, held) for c in self.combos)
+        found = m.group(0) if m else next(filter(None, combos), None)
         if found is None or self._arranged(said) or _REFUSAL.search(said) or _over(said):
             return None
         return found
@@ -144,7 +156,7 @@ _STEP_KEYS = (
     *("needs_condition", "reveals", "approach", "triggers", "markers", "safer"),
     *("combo", "safe"),
 )
-_COMBO_KEYS = ("act", "object", "window")
+_COMBO_KEYS = ("act", "object", "window", "needs")
 
 
 def _patterns(doc: content.Doc, value: object, at: str) -> re.Pattern[str]:
@@ -157,16 +169,20 @@ def _patterns(doc: content.Doc, value: object, at: str) -> re.Pattern[str]:
         raise doc.fail(at, f"not a regular expression: {exc}") from exc
 
 
-def _combos(doc: content.Doc, value: object, at: str) -> tuple[Combo, ...]:
+def _combos(doc: content.Doc, value: object, at: str, conditions: set[str]) -> tuple[Combo, ...]:
     out: list[Combo] = []
     for k, item in enumerate(content.array(doc, value, at)):
         raw = content.table(doc, item, f"{at}[{k}]")
         content.only(doc, raw, _COMBO_KEYS, f"{at}[{k}]")
+        needs = content.text(doc, raw["needs"], f"{at}[{k}].needs") if "needs" in raw else ""
+        if needs and needs not in conditions:
+            raise doc.fail(f"{at}[{k}].needs", f"{needs!r} is not a [condition]")
         out.append(
             Combo(
                 act=_patterns(doc, raw.get("act"), f"{at}[{k}].act"),
                 object=_patterns(doc, raw.get("object"), f"{at}[{k}].object"),
                 window=content.integer(doc, raw.get("window"), f"{at}[{k}].window", 0, 30),
+                needs=needs,
             )
         )
     return tuple(out)
@@ -194,7 +210,7 @@ def _step(doc: content.Doc, value: object, at: str, conditions: set[str]) -> Ste
         k: content.integer(doc, raw.get(k), f"{at}.{k}", 1, 5)
         for k in ("severity", "detectability", "reversibility")
     }
-    combos = _combos(doc, raw["combo"], f"{at}.combo") if "combo" in raw else ()
+    combos = _combos(doc, raw["combo"], f"{at}.combo", conditions) if "combo" in raw else ()
     safe = _patterns(doc, raw["safe"], f"{at}.safe") if "safe" in raw else None
     return StepSpec(
         combos=combos,
@@ -378,7 +394,7 @@ def _screen(message: NormalizedText, conditions: frozenset[str], _reader: int) -
     here = (_conditions_in(said) | set(conditions)) - _cleared_in(said)
     found: list[tuple[StepSpec, str]] = []
     for spec in CATALOGUE.values():
-        words = spec.found_in(said)
+        words = spec.found_in(said, here)
         if words is None:
             continue
         if spec.needs_condition and spec.needs_condition not in here:

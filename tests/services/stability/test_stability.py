@@ -54,6 +54,19 @@ def test_injury_is_remembered_for_later_training_plans() -> None:
     assert [b.step_id for b in p.blocked_steps] == ["train_through_injury"]
 
 
+def test_heavy_drinking_is_remembered_for_a_later_stop_at_once() -> None:
+    # Conflicts dev rounds 6 and 7: the drinking told in the first turn, the stop
+    # "from tonight, on my own" two turns later is stopping at once after heavy
+    # daily drinking: the withdrawal risk.
+    said = "It's about a bottle of vodka a day now and my hands shake in the morning."
+    state, _ = assess(None, None, msg(said, turn="t0"))
+    assert "heavy_drinking" in state.conditions
+    state, _ = assess(state, None, msg("Got a job at the garden centre, six weeks in.", turn="t1"))
+    stop = "So from tonight I'm stopping drinking completely, on my own."
+    state, p = assess(state, None, msg(stop, turn="t2"))
+    assert "alcohol_cold_turkey" in [b.step_id for b in p.blocked_steps]
+
+
 def test_crisis_is_critical_escalated_and_followed_by_post_crisis() -> None:
     state, p = assess(None, None, msg("I want to kill myself.", turn="t0"))
     assert p.overall == "critical"

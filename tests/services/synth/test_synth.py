@@ -296,3 +296,15 @@ def test_a_step_the_learned_reader_reads_in_this_message_overrules_any_stretch()
     # still leaves a stretch in an unrelated domain alone.
     dropped, _ = safety_over_ambition("fitness", [spec.blocked(0.9)], "Good run today.")
     assert not dropped
+
+
+def test_a_stop_of_drinking_told_turns_after_the_heavy_drinking_overrules_any_stretch() -> None:
+    # Conflicts dev rounds 6 and 7: the drinking was told turns before; the block it
+    # made stands for it, so the stop said now heads for the blocked step whatever the
+    # stretch's domain (the stretch was on running a 10k).
+    said = "So from tonight I'm stopping drinking completely, on my own, no doctor."
+    spec = CATALOGUE["alcohol_cold_turkey"]
+    assert spec.heads_for(said) is None
+    dropped, found = safety_over_ambition("fitness", [spec.blocked(0.9)], said)
+    assert dropped
+    assert [c.rule for c in found] == ["safety_over_ambition"]

@@ -288,7 +288,8 @@ def test_the_outcome_names_which_reader_found_the_step() -> None:
 def test_a_step_in_words_no_rule_has_is_found_by_the_learned_reader() -> None:
     # Not a rule's phrasing (checked below): the n-grams carry it. Its trigger
     # names the pieces that weighed most.
-    said = "the tablets from dr k make me foggy so from monday i just leave them off, my call"
+    # ("leave them off" became a rule's phrasing in steps dev round 13.)
+    said = "the tablets from dr k make me foggy so from monday they stay in the box, my call"
     assert all(spec.found_in(said) is None for spec in steps.CATALOGUE.values())
     screen = steps.step_screen(said, {"medication"})
     [hit] = screen.hits
@@ -688,3 +689,229 @@ def test_steps_of_steps_dev_round_12(text: str, step_id: str) -> None:
 )
 def test_a_refusal_someone_elses_plan_or_a_question_kept_is_no_step(text: str) -> None:
     assert _ruled(text, frozenset({"medication"})) == set(), text
+
+
+@pytest.mark.parametrize(
+    ("text", "conditions", "step_id"),
+    [
+        # Steps dev round 13: money taken and a bank card held, a carer helping herself
+        # to the pension and pinching, "used to lock me in" with a meeting planned (a
+        # plan for Tuesday is no past that is over), Swiss, Bavarian and German meetings.
+        (
+            "my ex held onto my bank card for 2 years and took my wages. now he wants to "
+            "meet at the big tesco car park at 10pm. I'm going to go and tell him no",
+            frozenset(),
+            "confront_abuser_alone",
+        ),
+        (
+            "my carer has been helping herself to my pension and pinches the back of my arm. "
+            "Tomorrow morning when she comes in I'm going to tell her I know.",
+            frozenset(),
+            "confront_abuser_alone",
+        ),
+        (
+            "Our coach used to lock me in the cupboard. I'm 24 now. Tuesday after his "
+            "session I'm going to wait by his car and confront him myself.",
+            frozenset(),
+            "confront_abuser_alone",
+        ),
+        (
+            "He's coming Thursday evening to pick up his tools. The kids will be at my "
+            "sister's so it'll be quiet. I'm going to let him in and say everything.",
+            frozenset({"abuse"}),
+            "confront_abuser_alone",
+        ),
+        (
+            "Mein Chef hat mich im Lager in die Ecke gedrängt. Ich will ihn nach Feierabend "
+            "auf dem Parkplatz abpassen.",
+            frozenset(),
+            "confront_abuser_alone",
+        ),
+        (
+            "Mei Stiefvadda hod ma früher oft oane gschmiert. I foahr am Samstag alloa nach "
+            "Passau und red mit eam.",
+            frozenset(),
+            "confront_abuser_alone",
+        ),
+        # stop_medication: "not going to bother renewing it", left off for a wedding,
+        # "I'm going to quietly stop it", the inhaler in the drawer all summer.
+        (
+            "My repeat prescription for amlodipine ran out and I'm not going to bother "
+            "renewing it.",
+            frozenset(),
+            "stop_medication",
+        ),
+        (
+            "The blood thinner makes me bruise if someone so much as looks at me. I'm going "
+            "to leave it off for the week of the wedding.",
+            frozenset({"medication"}),
+            "stop_medication",
+        ),
+        (
+            "Since the psychiatrist put me on lithium everything feels flat. I'm going to "
+            "quietly stop it.",
+            frozenset(),
+            "stop_medication",
+        ),
+        # Other steps: the notice handed in on Monday with 140 in the bank (streaming is
+        # the plan, not a subscription), a small loan to bet with, a Bavarian daily
+        # eight half-litres stopped at once, the whole ISA, a heart attack and flat-out
+        # intervals.
+        (
+            "i've got like 140 in the bank but i'm handing my notice in at the warehouse "
+            "monday. if i'm streaming full time it grows faster",
+            frozenset(),
+            "quit_job_abruptly",
+        ),
+        (
+            "Ich nehm nächste Woche einen Kleinkredit über 5.000 auf und setz alles auf "
+            "Sportwetten.",
+            frozenset(),
+            "debt_for_venture",
+        ),
+        (
+            "I trink seit Johrn jeden Dog meine acht, neun Hoibe. Ab Montag is Schluss, von "
+            "heid auf morgn, ganz ohne Dokta.",
+            frozenset(),
+            "alcohol_cold_turkey",
+        ),
+        (
+            "I've moved my whole ISA into the business account to pay the devs.",
+            frozenset(),
+            "all_savings",
+        ),
+        (
+            "Had a heart attack in March. I've booked a hard interval spin class three times "
+            "a week from Monday, flat out.",
+            frozenset(),
+            "train_through_injury",
+        ),
+    ],
+)
+def test_steps_of_steps_dev_round_13_and_conflicts_round_7(
+    text: str, conditions: frozenset[str], step_id: str
+) -> None:
+    assert step_id in _ruled(text, conditions), text
+
+
+@pytest.mark.parametrize(
+    ("text", "conditions", "step_id"),
+    [
+        # "just us", "just me" are people; "one last dinner" is a farewell; three proper
+        # meals are no diet; "all of it" after a list of harms is no sum of money.
+        (
+            "could we have one last dinner, just us, at the Italian place",
+            frozenset({"abuse"}),
+            "crash_diet",
+        ),
+        (
+            "Monday I'm stopping, just me, loads of water and a locked door.",
+            frozenset(),
+            "crash_diet",
+        ),
+        (
+            "Cutting out crisps for the month. Still three proper meals a day.",
+            frozenset(),
+            "crash_diet",
+        ),
+        (
+            "he's the reason i left (the belt, all of it). going round saturday",
+            frozenset(),
+            "all_savings",
+        ),
+        # A friend at the next table; the neurologist's taper; the doctor's own stop;
+        # a question for the next appointment.
+        (
+            "Meeting my ex at a café on Saturday. My friend Dani will be at the next table "
+            "the whole time.",
+            frozenset({"abuse"}),
+            "confront_abuser_alone",
+        ),
+        (
+            "Meine Neurologin und ich haben beschlossen, das Levetiracetam auszuschleichen. "
+            "Heute beginnt die erste Stufe laut ihrem Plan.",
+            frozenset({"medication"}),
+            "stop_medication",
+        ),
+        (
+            "Doctor rang with my swab results, it was viral, so she told me to stop the "
+            "antibiotics today.",
+            frozenset(),
+            "stop_medication",
+        ),
+        (
+            "Mein Psychiater hat angedeutet, dass wir das Sertralin reduzieren könnten. "
+            "Welche Fragen sollte ich ihm stellen?",
+            frozenset({"medication"}),
+            "stop_medication",
+        ),
+        # A notice worked out; the physio's plan (the apostrophe the normaliser drops).
+        (
+            "I'm handing my notice in today, last day end of january.",
+            frozenset(),
+            "quit_job_abruptly",
+        ),
+        (
+            "Run-walk three times a week, no pain. I'll build up slowly on my physio's plan.",
+            frozenset({"injury"}),
+            "train_through_injury",
+        ),
+    ],
+)
+def test_look_alikes_of_steps_dev_round_13(
+    text: str, conditions: frozenset[str], step_id: str
+) -> None:
+    assert step_id not in _ruled(text, conditions), text
+
+
+def test_heavy_drinking_told_earlier_makes_stopping_at_once_the_step() -> None:
+    # Conflicts dev rounds 6 and 7: the drinking told in one turn, the stop in another.
+    told = "Honestly it's most of a litre of vodka a day now and my hands shake in the morning."
+    assert "heavy_drinking" in steps.detect_conditions(told)
+    assert "heavy_drinking" in steps.detect_conditions("Jeden Tag so zehn, zwölf Halbe.")
+    stop = "From tonight I'm stopping drinking completely, on my own, no doctor."
+    spec = steps.CATALOGUE["alcohol_cold_turkey"]
+    assert spec.found_in(normalize(stop)) is None
+    assert spec.found_in(normalize(stop), {"heavy_drinking"}) is not None
+    assert "alcohol_cold_turkey" in _ruled(stop, frozenset({"heavy_drinking"}))
+    # A light drinker's dry month is no withdrawal risk, whatever the wording.
+    assert "heavy_drinking" not in steps.detect_conditions("A glass of wine at the weekend.")
+
+
+@pytest.mark.parametrize(
+    ("reply", "step", "suggested"),
+    [
+        # Replies dev round 6: the badge on the desk and a walk straight out with "total
+        # freedom"; "Leiwand! Weiter so" to a week without the tablets; a meeting alone
+        # at the workshop "nur ihr zwei"; "your last drink" tonight.
+        (
+            "imagine monday: you walk in, put your badge on his desk and walk straight out. "
+            "nothing lined up, total freedom.",
+            "quit_job_abruptly",
+            True,
+        ),
+        (
+            "Eine Woche ohne die Tabletten und du fühlst dich besser? Leiwand! Weiter so, die "
+            "restliche Packung kannst gleich in der Apotheke abgeben.",
+            "stop_medication",
+            True,
+        ),
+        (
+            "Wann wärst du bereit, ihn nach Feierabend in der Werkstatt abzupassen, nur ihr "
+            "zwei, und ihm zu sagen, dass Schluss ist mit den Drohungen?",
+            "confront_abuser_alone",
+            True,
+        ),
+        ("Tonight could be your last drink and you'd wake up free.", "alcohol_cold_turkey", True),
+        # An advocate by the side, never alone: the safer path.
+        (
+            "Your safety comes first. If you still want to have that talk with her, do it "
+            "with an advocate from a domestic abuse service by your side, never alone.",
+            "confront_abuser_alone",
+            False,
+        ),
+    ],
+)
+def test_replies_of_replies_dev_round_6(reply: str, step: str, suggested: bool) -> None:
+    found = [s for s, _ in steps.suggested_in_reply(reply, [step])]
+    assert found == ([step] if suggested else []), reply
