@@ -117,6 +117,7 @@ class ConversationBook:
     safe_start: re.Pattern[str]
     safe_said: re.Pattern[str]
     safe_hedged: re.Pattern[str]
+    calm: re.Pattern[str]
     unsafe_emoji: tuple[str, ...]
     cues: dict[str, re.Pattern[str]]
     harmless: re.Pattern[str]
@@ -180,6 +181,7 @@ def parse_conversation_book(text: str) -> ConversationBook:
         safe_start=_either(safety["safe_start"], start=True),
         safe_said=_either(safety["safe_said"]),
         safe_hedged=_either(safety["safe_hedged"]),
+        calm=_either(safety["calm"]),
         unsafe_emoji=tuple(safety["unsafe_emoji"]),
         cues={family: _either(list(patterns)) for family, patterns in cues.items()},
         harmless=_either(harmless),
@@ -262,11 +264,16 @@ def classify_answer(
     # Tuesday it's over" is no explanation).
     if book.explained.search(said) and not families & (_RISK_FAMILIES - {"hopelessness"}):
         return "safe" if question == "safety" else "denied"
-    if HARMLESS in families and not risky:
+    if HARMLESS in families and not risky and (question == "safety" or not _yes_first(book, said)):
+        # Not behind a yes to our suicide question ("Yes. I've decided it'll be after
+        # my sister's wedding", conversations dev round 13): the wedding dates the
+        # plan, it explains nothing.
         return "safe" if question == "safety" else "denied"
     if question == "safety":
         if book.unsafe_anywhere.search(said):
             return "unsafe"
+        if book.calm.search(said):
+            return "unclear"
         if book.safe_said.search(said):
             return "safe"
         if book.unsafe_start.search(said) or any(e in said for e in book.unsafe_emoji):
@@ -309,6 +316,16 @@ def classify_answer(
     if any(e in said for e in book.affirm_emoji) and len(re.findall(r"\w+", said)) <= 3:
         return "affirmed"
     return "unclear"
+
+
+def _sudden_calm(asked: OpenCheckIn, message: NormalizedText, book: ConversationBook) -> bool:
+    """A calm said in answer to our crisis reply's "are you safe right now?"."""
+    return asked.question == "safety" and bool(book.calm.search(message.text))
+
+
+def _yes_first(book: ConversationBook, said: str) -> bool:
+    """The answer opens with a yes ("yes.", "ja,", "yeah"), whatever follows."""
+    return bool(book.affirm_start.search(said))
 
 
 def signs_in(
@@ -444,7 +461,18 @@ def read_turn(
             )
     elif asked is not None and answered == "unclear" and not is_crisis(message_screen):
         outcome = "check_in:unclear"
-        if asked.asks < book.max_asks:
+        if _sudden_calm(asked, message, book):
+            # Asked afresh, and about the thoughts themselves: "are you safe?" again
+            # would take the calm at its word (see `calm` in the data).
+            screen = CrisisScreen(
+                category=CrisisCategory.NONE,
+                confidence=conversation_confidence(outcome),
+                matched=["a sudden calm after our crisis reply"],
+                escalated=True,
+                uncertain=True,
+                basis="check_in_answer",
+            )
+        elif asked.asks < book.max_asks:
             screen = CrisisScreen(
                 category=CrisisCategory.NONE,
                 confidence=conversation_confidence(outcome),

@@ -700,3 +700,105 @@ def test_furious_not_hopeless_is_a_no_and_no_sign() -> None:
     said = "No. I'm furious, not hopeless. I want to win this, not quit."
     assert "hopelessness" not in {f for f, _ in signs_in(said)}
     assert classify_answer("suicide", said) == "denied"
+
+
+@pytest.mark.parametrize(
+    ("said", "family"),
+    [
+        # Conversations dev round 13: openers of a quiet crisis in daily-life words.
+        (
+            "My dad pulled strings to get me in there. I honestly don't know what I'm for.",
+            "hopelessness",
+        ),
+        ("S'bringt doch alles nüt.", "hopelessness"),
+        ("I siech ka Licht mehr am End vom Tunnel.", "hopelessness"),
+        ("Ich sehe nicht, wie das noch besser werden soll.", "hopelessness"),
+        ("Ich bin wirklich niemandem mehr von Nutzen.", "burden"),
+        ("Rex was put down on Tuesday.", "loss"),
+        ("Our IVF round failed again. The fourth.", "loss"),
+        ("lost my licence, lost my job because of it", "loss"),
+        ("Mein Mann will nicht drüber reden, also red ich mit keinem.", "low"),
+        ("been in bed since thursday. work thinks i have flu", "low"),
+        ("i used to care about it so much and now i just... dont", "low"),
+        ("gave my good winter coat to the neighbour today", "farewell"),
+        ("Thank you for all the chats. I won't need the reminders after this week.", "farewell"),
+        ("Hab ma an Zettl gschrieben für mei Mama. Liegt am Kuchltisch.", "farewell"),
+        ("went to two different pharmacies today", "means"),
+        ("hab mir ein paar packungen schmerztabletten geholt. auf vorrat", "means"),
+        ("after my shift friday. then it stops", "time"),
+    ],
+)
+def test_everyday_words_of_conversations_dev_round_13(said: str, family: str) -> None:
+    assert family in {f for f, _ in signs_in(said)}, said
+
+
+@pytest.mark.parametrize(
+    ("said", "family"),
+    [
+        # "no doctor, no pills" (stopping drinking alone), a father's heart pills and a
+        # weekly pill box are no means; the pill box is the harmless reason.
+        ("Tomorrow I pour it all down the sink. No doctor, no pills.", "means"),
+        ("He keeps forgetting whether he's had his heart pills.", "means"),
+    ],
+)
+def test_pills_that_are_no_means(said: str, family: str) -> None:
+    assert family not in {f for f, _ in signs_in(said)}, said
+    assert "harmless" in {f for f, _ in signs_in("Bought one of those weekly pill boxes today.")}
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "reading"),
+    [
+        # Conversations dev round 13: "scho" alone is a yes; a yes that dates the plan
+        # by a wedding is a yes (the wedding explains nothing); a yes with a sister
+        # staying is safe; "im Moment eher nicht, nein" and "na. ned wirklich" to "are
+        # you safe?" are not safe; "yeah that would help" takes a coaching offer.
+        ("suicide", "scho", "affirmed"),
+        ("suicide", "Yes. I've decided it'll be after my sister's wedding in June.", "affirmed"),
+        (
+            "suicide",
+            "Manchmal denke ich, wenn er ins Heim kommt, dann kann ich auch gehen.",
+            "affirmed",
+        ),
+        ("safety", "Ja, bin ich. Meine Schwester schläft heute bei mir.", "safe"),
+        ("safety", "Im Moment eher nicht, nein.", "unsafe"),
+        ("safety", "na. ned wirklich", "unsafe"),
+        ("suicide", "yeah that would help", "unclear"),
+    ],
+)
+def test_answers_of_conversations_dev_round_13(question: str, answer: str, reading: str) -> None:
+    assert classify_answer(question, answer) == reading  # type: ignore[arg-type]
+
+
+def test_a_plan_told_in_pieces_as_answers_to_our_question_escalates() -> None:
+    # Conversations dev round 13: asked about "so done with all of it", the answers
+    # are pharmacies and a day with an end: a means and a time, not an unclear answer.
+    chat = Chat()
+    assert needs_check_in(chat.say("i'm so done. with all of it.").screen)
+    second = chat.say("went to two different pharmacies today")
+    third = chat.say("after my shift friday. then it stops")
+    assert is_crisis(second.screen) or is_crisis(third.screen)
+    assert third.screen.category is CrisisCategory.SUICIDAL_IDEATION
+
+
+def test_a_loss_and_a_low_state_of_round_13_ask() -> None:
+    said = "Seit der Fehlgeburt im Sommer bin ich wie aus Glas. Also red ich mit keinem."
+    assert needs_check_in(Chat().say(said).screen)
+    two = (
+        "Haven't opened my laptop in 3 weeks. I used to care about it so much and now I just dont."
+    )
+    assert needs_check_in(Chat().say(two).screen)
+
+
+def test_a_sudden_calm_after_the_crisis_reply_is_asked_about_directly() -> None:
+    # Not believed as safe, and not "are you safe?" again: the direct question about
+    # thoughts of ending one's life (a rule now; it rested on the learned reader).
+    assert classify_answer("safety", "I'm a bit calmer now.") == "unclear"
+    assert classify_answer("safety", "Ich bin jetzt ganz ruhig.") == "unclear"
+    chat = Chat()
+    assert is_crisis(chat.say("I want to kill myself.").screen)
+    calm = chat.say("I feel at peace now.")
+    assert needs_check_in(calm.screen) and calm.screen.question is None
+    # With no crisis reply before it, a calm is no answer to our question.
+    plain = Chat().say("After the walk I'm a bit calmer now.")
+    assert "a sudden calm after our crisis reply" not in plain.screen.matched
