@@ -126,12 +126,16 @@ def ordinary_talk(data: Path, split: Split) -> list[str]:
         and "confront_abuser_alone" not in item["expected"]
         and not _distress_worded(item["text"])
     ]
+    # Nor a conflicts turn that discloses abuse ("what my father did to me", "mein
+    # Onkel hat mich missbraucht"), for the steps items' reason: conflicts dev round 7
+    # brought a dozen, and as ordinary talk the retrained reader lost recall on the
+    # single-message heldout.
     talk += [
         turn
         for item in load_raw("conflicts", split, data)
         if (item["expected"] or {}).get("rule") != "crisis_first"
         for turn in item["turns"]
-        if not _distress_worded(turn)
+        if not _distress_worded(turn) and "abuse" not in detect_conditions(turn)
     ]
     return talk
 

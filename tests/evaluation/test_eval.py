@@ -30,8 +30,8 @@ FLOORS: dict[str, tuple[float, float]] = {
     # are in test_measured_confidence.py). Re-based when heldout grew to 512 with a
     # blind round of the two most harmful steps (the screen before it read 0.832 /
     # 0.876 on all 512); after steps dev round 11, 0.8418 / 0.8849; after round 12,
-    # 0.8457 / 0.888.
-    "steps": (0.845, 0.887),
+    # 0.8457 / 0.888; after round 13, 0.8652 / 0.9042.
+    "steps": (0.865, 0.904),
     "register": (0.74, 0.86),
     "patterns": (0.83, 0.86),
     # Persona's record of ambition and follow-through (2026-12-03): 0.44 -> 0.55.
@@ -50,8 +50,10 @@ FLOORS: dict[str, tuple[float, float]] = {
     # learned reader, found by swapping each back, aggregate only, no item read),
     # while the same changes raised steps heldout recall 0.826 -> 0.841 and conflicts
     # dev 0.765 -> 0.773; Persona's record cues alone were worth two items more here.
-    # After steps dev round 12 and the readers retrained: 0.7395 / 0.7784.
-    "conflicts": (0.739, 0.778),
+    # After steps dev round 12 and the readers retrained: 0.7395 / 0.7784. After
+    # conflicts dev round 7 (heavy drinking remembered for a later stop, a notice
+    # handed in, a loan to bet, a heart attack as an injury): 0.7437 / 0.7788.
+    "conflicts": (0.743, 0.778),
     # Heldout doubled with blind-written replies (2026-12-03), then the guard read the
     # reply with the step screen instead of markers alone: 0.62 -> 0.75 exact. Raised
     # to what 223 items read after replies dev round 2 (a blind heldout round of 60
@@ -150,8 +152,9 @@ def test_safety_over_ambition_is_recorded_when_persona_and_stability_meet() -> N
     # record of ambition and the step screen improve. Raised to what 238 items read
     # after conflicts dev round 4: 57 of 78 (0.731). After conflicts dev rounds 5 and 6
     # (Persona reads a record told as every one of something done) and steps dev
-    # round 12: 59 of 78 (0.756).
+    # round 12: 59 of 78 (0.756). After conflicts dev round 7 and steps dev round 13:
+    # 61 of 78 (0.782).
     rep = _heldout("conflicts").answers
     want = [a for a in rep if any(e.startswith("safety_over_ambition") for e in a.expected)]
     caught = sum(a.exact for a in want)
-    assert caught / len(want) >= 0.756, (caught, len(want))
+    assert caught / len(want) >= 0.782, (caught, len(want))

@@ -130,8 +130,14 @@ def test_calibrate_refuses_a_check_and_any_split_but_calibration(
 # grabbed by the throat, money and phone controlled; spat out, a depot missed, "not
 # going to refill it" no refusal) and retrained: 0.9339 / 0.8464 (stop_medication
 # 0.862, confront_abuser_alone 0.774).
-STEPS_FLOORS = {"precision": 0.933, "recall": 0.846}
-STEP_RECALL_FLOORS = {"stop_medication": 0.862, "confront_abuser_alone": 0.773}
+# Tuned on steps dev round 13 (money and a bank card taken, a carer's pinches, "used
+# to lock me in" with a meeting planned, a meeting at a car park or "abpassen"; "not
+# going to bother renewing it", left off for a wedding; crash-diet words that were
+# people, "just us") and conflicts dev round 7 (heavy drinking remembered for a later
+# stop), and retrained: 0.9384 / 0.8724 (stop_medication 0.897, confront_abuser_alone
+# 0.833).
+STEPS_FLOORS = {"precision": 0.938, "recall": 0.872}
+STEP_RECALL_FLOORS = {"stop_medication": 0.896, "confront_abuser_alone": 0.833}
 
 
 def test_the_step_screen_holds_its_heldout_floors() -> None:
