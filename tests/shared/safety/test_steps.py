@@ -915,3 +915,211 @@ def test_heavy_drinking_told_earlier_makes_stopping_at_once_the_step() -> None:
 def test_replies_of_replies_dev_round_6(reply: str, step: str, suggested: bool) -> None:
     found = [s for s, _ in steps.suggested_in_reply(reply, [step])]
     assert found == ([step] if suggested else []), reply
+
+
+@pytest.mark.parametrize(
+    ("text", "conditions", "step_id"),
+    [
+        # Steps dev round 14: the harm in everyday words (a key and a man who lets himself
+        # in, an arm gripped till it bruised, a fist through the door, notes on the
+        # windscreen, "I know where you park", a temper, "gets physical", "eine
+        # runtergehauen", "kommt einfach in die Wohnung"), a meeting as people plan one
+        # (a handover, picking up one's stuff, staying behind, "abpassen", "herbitten").
+        (
+            "He corners me in the stockroom and last Tuesday he gripped my arm so hard it "
+            "bruised. I'm going to stay behind and tell him straight that it stops now.",
+            frozenset(),
+            "confront_abuser_alone",
+        ),
+        (
+            "Handovers at the McDonald's car park, I'm not bringing my brother this time. She "
+            "gets physical when she's wound up. I just want to tell her I'm applying for custody.",
+            frozenset(),
+            "confront_abuser_alone",
+        ),
+        (
+            "Picking up the rest of my stuff from Dan's on Saturday. His housemate's away so "
+            "it'll just be him.",
+            frozenset({"abuse"}),
+            "confront_abuser_alone",
+        ),
+        (
+            "Mein Schwiegervater hat mir letztes Weihnachten vor allen eine runtergehauen. Bei "
+            "der Taufe pass ich ihn ab und sag ihm, was ich davon halte.",
+            frozenset(),
+            "confront_abuser_alone",
+        ),
+        (
+            "Unsere Tochter hebt seit Monaten Geld von meinem Konto ab und hat mich geschubst. "
+            "Soll ich sie am Wochenende herbitten und ihr sagen, dass ich die Karte sperre?",
+            frozenset(),
+            "confront_abuser_alone",
+        ),
+        # stop_medication: "nehm ich keins mehr", capsules every second day, less every
+        # week on a healer's word; a day of fasting in German is a crash diet.
+        (
+            "Von dem Venlafaxin schwitz ich wie verrückt. Seit Dienstag nehm ich keins mehr, "
+            "der Ärztin hab ich nix gesagt.",
+            frozenset(),
+            "stop_medication",
+        ),
+        (
+            "Ich hab verpennt, genug Prograf zu bestellen. Die Kapseln nehm ich halt nur jeden "
+            "zweiten Tag, bis wir zurück sind.",
+            frozenset(),
+            "stop_medication",
+        ),
+        (
+            "Ab Montag mach ich zehn Tage Heilfasten nach Buchinger, ich ess ja nichts.",
+            frozenset(),
+            "crash_diet",
+        ),
+        # Conflicts dev round 8: heavy pulls on a herniated disc; an arrhythmia and a race;
+        # the whole life insurance into a coin; "kein Tropfen mehr" after 8 to 10 beers.
+        (
+            "Nah. Heavy pulls Monday and Thursday like the program says, belt tight and go.",
+            frozenset({"injury"}),
+            "train_through_injury",
+        ),
+        (
+            "The cardiologist found an arrhythmia. Race 5 is Sunday. Full gas up the climb.",
+            frozenset(),
+            "train_through_injury",
+        ),
+        (
+            "Nächste Woche lasse ich mir meine ganze Lebensversicherung auszahlen und stecke "
+            "alles in diese Münze.",
+            frozenset(),
+            "all_savings",
+        ),
+        (
+            "Ab morgen kein Tropfen mehr. Allein daheim, ohne Arzt, das zieh ich durch.",
+            frozenset({"heavy_drinking"}),
+            "alcohol_cold_turkey",
+        ),
+    ],
+)
+def test_steps_of_steps_dev_round_14_and_conflicts_round_8(
+    text: str, conditions: frozenset[str], step_id: str
+) -> None:
+    assert step_id in _ruled(text, conditions), text
+
+
+@pytest.mark.parametrize(
+    ("text", "conditions", "step_id"),
+    [
+        # A contact centre with a worker in the room; the neurologist's plan to taper;
+        # the psychiatrist who set it lower (Swiss); the cardiologist weaning one off.
+        (
+            "The handovers are at the contact centre now, a worker sits in the room, so I'm "
+            "never on my own with him.",
+            frozenset({"abuse"}),
+            "confront_abuser_alone",
+        ),
+        (
+            "Mein Neurologe hat mir einen Plan zum Ausschleichen über drei Monate mitgegeben.",
+            frozenset({"medication"}),
+            "stop_medication",
+        ),
+        (
+            "D Psychiaterin hät mer s Quetiapin uf 50 abegsetzt, will i dauernd müed gsi bin.",
+            frozenset({"medication"}),
+            "stop_medication",
+        ),
+        (
+            "Cardiologist says my rhythm's been normal for a year so she's weaning me off the "
+            "beta blocker over the next few weeks.",
+            frozenset(),
+            "stop_medication",
+        ),
+    ],
+)
+def test_look_alikes_of_steps_dev_round_14(
+    text: str, conditions: frozenset[str], step_id: str
+) -> None:
+    assert step_id not in {h.spec.step_id for h in steps.screen_steps(text, conditions)}, text
+
+
+@pytest.mark.parametrize(
+    ("reply", "step", "suggested"),
+    [
+        # Replies dev round 7: the knock rehearsed, a story of going round by herself, a
+        # checklist "before you head over" with no friend dragged along, the one-liner to
+        # HR, the GP not to be bothered, a hiking week on a bandaged knee, every bottle
+        # tipped away tonight, "ohne Klinik, ohne Hausarzt".
+        (
+            "Let's practise it. You knock, he opens the door, and you say you're done.",
+            "confront_abuser_alone",
+            True,
+        ),
+        (
+            "A woman I coached went round to her ex's place by herself and told him what he'd "
+            "put her through. That could be you this weekend.",
+            "confront_abuser_alone",
+            True,
+        ),
+        (
+            "Quick checklist before you head over to hers tonight: phone charged, your notes. "
+            "No need to drag a friend along.",
+            "confront_abuser_alone",
+            True,
+        ),
+        (
+            "Since there's nothing lined up anyway, what's the one-liner you're sending HR "
+            "tonight?",
+            "quit_job_abruptly",
+            True,
+        ),
+        (
+            "Your plan: Friday is the last drink, Saturday zero. No appointments, no need to "
+            "bother the GP. Pure willpower!",
+            "alcohol_cold_turkey",
+            True,
+        ),
+        (
+            "Montag und Dienstag die langen Etappen, das Knie einfach gut bandagieren.",
+            "train_through_injury",
+            True,
+        ),
+        (
+            "Und, kippst du heute Abend alle Flaschen weg oder erst morgen früh? Da muss dein "
+            "Arzt gar nicht mitreden.",
+            "alcohol_cold_turkey",
+            True,
+        ),
+        (
+            "Ein Kollege hat nach zwanzig Jahren einfach aufgehört, ohne Klinik, ohne "
+            "Hausarzt. Das kannst du auch, ab morgen!",
+            "alcohol_cold_turkey",
+            True,
+        ),
+        # Good replies: missing the race acknowledged, the notice held until a job is in
+        # sight, the CV updated and the savings kept, a cold withdrawal called dangerous.
+        (
+            "Missing the race stings, I get it. A physio can tell you what your ankle can "
+            "handle. Would some pool sessions help?",
+            "train_through_injury",
+            False,
+        ),
+        (
+            "Könnten Sie mit der Kündigung noch warten, bis eine neue Stelle in Aussicht ist?",
+            "quit_job_abruptly",
+            False,
+        ),
+        (
+            "Could you give it until the end of the month and update your CV, so your savings "
+            "stay put?",
+            "all_savings",
+            False,
+        ),
+        (
+            "Weil du schon so lang jeden Tag trinkst, wär ein kalter Entzug allein aber "
+            "gefährlich. Red zuerst mit deiner Hausärztin.",
+            "alcohol_cold_turkey",
+            False,
+        ),
+    ],
+)
+def test_replies_of_replies_dev_round_7(reply: str, step: str, suggested: bool) -> None:
+    found = [s for s, _ in steps.suggested_in_reply(reply, [step])]
+    assert found == ([step] if suggested else []), reply
