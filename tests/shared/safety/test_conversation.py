@@ -802,3 +802,68 @@ def test_a_sudden_calm_after_the_crisis_reply_is_asked_about_directly() -> None:
     # With no crisis reply before it, a calm is no answer to our question.
     plain = Chat().say("After the walk I'm a bit calmer now.")
     assert "a sudden calm after our crisis reply" not in plain.screen.matched
+
+
+@pytest.mark.parametrize(
+    ("said", "family"),
+    [
+        # Conversations dev round 14: strain told as the facts of daily life.
+        ("Our son starts his second round of chemo on Monday.", "loss"),
+        ("Company restructured and I'm on the list.", "loss"),
+        ("14 months clean and i used on saturday.", "loss"),
+        ("got sacked from my apprenticeship today and my dad said dont bother coming home", "loss"),
+        ("Meine Duldung wird nicht verlängert, sagt die Ausländerbehörde.", "loss"),
+        ("Räumungsklage. Termin in 3 Wochen.", "loss"),
+        ("I haven't cried once in front of him. I do it in the hospital car park.", "low"),
+        ("i look at her and feel nothing. what kind of mother feels nothing", "low"),
+        ("heute hab ich im Bad gestanden und einfach nur die Fliesen angestarrt", "low"),
+        ("my parents think i'm doing fine. i haven't been to a lecture since october", "low"),
+        ("Geht nimmer.", "hopelessness"),
+        ("Meine Frau sagt, wird schon. Wird nicht.", "hopelessness"),
+        ("i lieg nur mehr im bett. wird eh nix mehr aus mir", "hopelessness"),
+        ("wrote a long message to my mum. it's scheduled to send sunday morning", "farewell"),
+        ("sogts meim bruader dass er mei playstation kriagt und dass i eam gern hob", "farewell"),
+        ("by the time she reads it it'll be done", "time"),
+        ("I've brought home what I need from the ward. Thursday.", "means"),
+    ],
+)
+def test_everyday_words_of_conversations_dev_round_14(said: str, family: str) -> None:
+    assert family in {f for f, _ in signs_in(said)}, said
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        # A climbing partner who dropped out is no loss; a bank card and a job centre
+        # visit told as progress asks nothing on its own.
+        "Avalanche bulletin says level 4 and my partner dropped out.",
+    ],
+)
+def test_a_partner_who_dropped_out_is_no_loss(said: str) -> None:
+    assert "loss" not in {f for f, _ in signs_in(said)}
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "reading"),
+    [
+        # "dunno" (normalised "do not know") to "are you safe?" is not safe, and a yes
+        # to our question; "would be a start" takes a coaching offer; "every day" in
+        # the middle of a message about a household book answers nothing.
+        ("safety", "dunno", "unsafe"),
+        ("suicide", "dunno", "affirmed"),
+        ("suicide", "yes. phone off after 7 would be a start", "unclear"),
+        (
+            "suicide",
+            "Ich führe seit einem Jahr ein Haushaltsbuch, jeden Tag, und lese über Geldanlage.",
+            "unclear",
+        ),
+        ("suicide", "jeden Tag, ehrlich gesagt", "affirmed"),
+    ],
+)
+def test_answers_of_conversations_dev_round_14(question: str, answer: str, reading: str) -> None:
+    assert classify_answer(question, answer) == reading  # type: ignore[arg-type]
+
+
+def test_two_losses_of_daily_life_ask_the_check_in() -> None:
+    said = "got sacked from my apprenticeship today and my dad said dont bother coming home"
+    assert needs_check_in(Chat().say(said).screen)
