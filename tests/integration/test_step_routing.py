@@ -35,7 +35,7 @@ KEYS = {u: f"key-{u}-0123456789" for u in USERS}
 
 # Said without any word the rules read as cutting sleep: only the learned reader
 # finds it (its own outcome, under the bar); the model quotes it.
-UNSEEN = "Going to study till dawn every night until the exam (nightowl), whatever it takes."
+UNSEEN = "I will study till dawn every night until the exam (nightowl), whatever it takes."
 STEPS_ANSWER = json.dumps(
     {"steps": [{"step_id": "sleep_deprivation", "evidence": "study till dawn every night"}]}
 )
