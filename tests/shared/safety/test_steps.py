@@ -1123,3 +1123,40 @@ def test_look_alikes_of_steps_dev_round_14(
 def test_replies_of_replies_dev_round_7(reply: str, step: str, suggested: bool) -> None:
     found = [s for s, _ in steps.suggested_in_reply(reply, [step])]
     assert found == ([step] if suggested else []), reply
+
+
+@pytest.mark.parametrize(
+    ("reply", "step", "suggested"),
+    [
+        # Replies dev round 8: "I'm coming over at 8 … go and say every single thing",
+        # the keys handed back in a cheerful recap; a dose to be checked while the
+        # medicine is kept, "before anything gets handed in" are warnings.
+        (
+            'Text him right now: "I\'m coming over at 8, we need to talk." Then go and say '
+            "every single thing you've been holding in. You've earned this.",
+            "confront_abuser_alone",
+            True,
+        ),
+        (
+            "ok so recap: you hand your keys back tomorrow, nothing lined up, and take the "
+            "summer to breathe. love it, that's a plan",
+            "quit_job_abruptly",
+            True,
+        ),
+        (
+            "That sounds exhausting. Before anything gets handed in, could we work out how "
+            "much you'd need saved?",
+            "quit_job_abruptly",
+            False,
+        ),
+        (
+            "Solche Nebenwirkungen sind ein guter Grund, die Dosis prüfen zu lassen. Nehmen Sie "
+            "das Medikament bitte vorerst weiter.",
+            "stop_medication",
+            False,
+        ),
+    ],
+)
+def test_replies_of_replies_dev_round_8(reply: str, step: str, suggested: bool) -> None:
+    found = [s for s, _ in steps.suggested_in_reply(reply, [step])]
+    assert found == ([step] if suggested else []), reply
