@@ -29,7 +29,7 @@ from coachbus.contracts.payloads import (
     SheetTone,
 )
 from coachbus.normalize import NormalizedText
-from coachbus.safety.steps import CATALOGUE, CONDITION_TTL, step_screen
+from coachbus.safety.steps import CATALOGUE, EVERY_CONDITION, step_screen
 
 # What a reply does this turn: coach, steer clear of a risky step, or one of the
 # safety modes.
@@ -75,16 +75,12 @@ _RELATED: dict[str | None, frozenset[str]] = {
 }
 
 
-# Every standing condition: a step that was blocked was blocked with the one it needs.
-_HELD = frozenset(CONDITION_TTL)
-
-
 def _clashes(block: BlockedStep, target: str, message: str | NormalizedText) -> bool:
     """Does pushing ``target`` further risk the blocked step?"""
     spec = CATALOGUE.get(block.step_id)
     # The step was blocked, so whatever standing condition its combinations need
     # held when Stability blocked it (heavy drinking told turns before the stop).
-    if spec is not None and spec.heads_for(message, _HELD):
+    if spec is not None and spec.heads_for(message, EVERY_CONDITION):
         return True  # the user is heading for the blocked step right now
     if spec is not None and _read_now(spec.step_id, spec.needs_condition, message):
         # Found in this message by the step screen's learned reader, the reader that

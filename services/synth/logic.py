@@ -57,7 +57,7 @@ from coachbus.safety.screen import (
     review_severity,
     screen_crisis,
 )
-from coachbus.safety.steps import CATALOGUE, CONDITION_TTL, screen_steps
+from coachbus.safety.steps import CATALOGUE, EVERY_CONDITION, screen_steps
 from coachbus.text import (
     PROGRESS_RX,
     SETBACK_RX,
@@ -94,10 +94,6 @@ GENTLE_TURNS = 4
 PATTERN_MIN_CONFIDENCE = 0.3
 
 _R = TypeVar("_R", ShadowResult, PersonaResult, PlasticityResult, StabilityResult, CoachResult)
-
-# Every standing condition: a blocked step was blocked with the condition it needs
-# (heavy drinking told turns before the stop), so reading the message for it holds them all.
-_HELD = frozenset(CONDITION_TTL)
 
 
 class SynthOutcome(BaseModel):
@@ -304,7 +300,7 @@ def build_sheet(
                 if sid in CATALOGUE and sid not in never:
                     never[sid] = CATALOGUE[sid].blocked(0.7)
     heading_for_risk = any(
-        b.step_id in CATALOGUE and CATALOGUE[b.step_id].heads_for(said, _HELD)
+        b.step_id in CATALOGUE and CATALOGUE[b.step_id].heads_for(said, EVERY_CONDITION)
         for b in never.values()
     ) or (stab is not None and stab.payload.overall == "high")
 

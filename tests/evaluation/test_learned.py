@@ -131,6 +131,21 @@ def test_ordinary_talk_leaves_out_the_steps_corpus_abuse_disclosures() -> None:
     assert {i["text"] for i in steps if not i["expected"] and not i["conditions"]} & talk
 
 
+def test_ordinary_talk_leaves_out_conflicts_turns_that_disclose_abuse() -> None:
+    # "what my father did to me", "mein Onkel hat mich missbraucht": taught nothing
+    # either way, for the steps corpus's reason above (conflicts dev round 7).
+    from coachbus.safety.steps import detect_conditions
+
+    talk = set(learn.ordinary_talk(DATA, "dev"))
+    turns = [
+        turn
+        for line in (DATA / "conflicts" / "dev.jsonl").open(encoding="utf-8")
+        for turn in json.loads(line)["turns"]
+    ]
+    abuse = {t for t in turns if "abuse" in detect_conditions(t)}
+    assert abuse and not abuse & talk
+
+
 def test_ordinary_talk_leaves_out_turns_in_the_words_of_distress() -> None:
     # A self-critical coaching turn ("I'm such a fraud") is no crisis, but taught as
     # "none" it would teach the crisis reader that worthlessness and burden words are

@@ -200,6 +200,13 @@ def test_a_broken_catalogue_names_the_step(monkeypatch: pytest.MonkeyPatch) -> N
     _broken(monkeypatch, "risky_steps.toml", lambda raw: raw["step"][0].update(reveals=["x"]))
     with pytest.raises(C.ContentError, match=r"step\[0\].reveals: 'x' is not a \[condition\]"):
         steps._catalogue()
+    # A combination's `needs` names a condition too.
+    monkeypatch.undo()
+    _broken(
+        monkeypatch, "risky_steps.toml", lambda raw: raw["step"][0]["combo"][0].update(needs="y")
+    )
+    with pytest.raises(C.ContentError, match=r"step\[0\].combo\[0\].needs: 'y' is not a \["):
+        steps._catalogue()
 
 
 def test_a_domain_without_a_label_form_names_its_place(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -264,7 +264,8 @@ def classify_answer(
     # Tuesday it's over" is no explanation).
     if book.explained.search(said) and not families & (_RISK_FAMILIES - {"hopelessness"}):
         return "safe" if question == "safety" else "denied"
-    if HARMLESS in families and not risky and (question == "safety" or not _yes_first(book, said)):
+    yes_first = book.affirm_start.search(said) is not None
+    if HARMLESS in families and not risky and (question == "safety" or not yes_first):
         # Not behind a yes to our suicide question ("Yes. I've decided it'll be after
         # my sister's wedding", conversations dev round 13): the wedding dates the
         # plan, it explains nothing.
@@ -321,11 +322,6 @@ def classify_answer(
 def _sudden_calm(asked: OpenCheckIn, message: NormalizedText, book: ConversationBook) -> bool:
     """A calm said in answer to our crisis reply's "are you safe right now?"."""
     return asked.question == "safety" and bool(book.calm.search(message.text))
-
-
-def _yes_first(book: ConversationBook, said: str) -> bool:
-    """The answer opens with a yes ("yes.", "ja,", "yeah"), whatever follows."""
-    return bool(book.affirm_start.search(said))
 
 
 def signs_in(

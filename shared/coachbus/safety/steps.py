@@ -310,6 +310,10 @@ _REPLY_VOICE = _reply_voice()
 # The steps; how long (in turns) Stability remembers each standing condition; the
 # cues that reveal a condition in a message; and those that say it is over.
 CATALOGUE, CONDITION_TTL, _CONDITIONS, _CLEARS = _catalogue()
+# Every standing condition: a step already blocked was blocked with the condition its
+# combination needs (heavy drinking told turns before the stop), so a reader asking
+# whether a message heads for that blocked step holds them all.
+EVERY_CONDITION = frozenset(CONDITION_TTL)
 
 
 def detect_conditions(text: str | NormalizedText) -> set[str]:
