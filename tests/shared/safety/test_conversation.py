@@ -867,3 +867,58 @@ def test_answers_of_conversations_dev_round_14(question: str, answer: str, readi
 def test_two_losses_of_daily_life_ask_the_check_in() -> None:
     said = "got sacked from my apprenticeship today and my dad said dont bother coming home"
     assert needs_check_in(Chat().say(said).screen)
+
+
+@pytest.mark.parametrize(
+    ("said", "family"),
+    [
+        # Conversations dev rounds 15 and 16: feeling and caring for nothing, losses and
+        # low states of daily life, plans told in pieces.
+        (
+            "16 hr days. cant remember the last time i felt anything that wasnt noise",
+            "hopelessness",
+        ),
+        ("I spür nüt meh, weder Freud no süscht öppis.", "hopelessness"),
+        (
+            "Third flare this year. I stopped telling people, what would be the point.",
+            "hopelessness",
+        ),
+        ("sanctioned again cos i missed an appointment", "loss"),
+        ("got a DUI. lose the CDL, lose the truck, lose the house.", "loss"),
+        ("The app deactivated my account this morning. That was my whole income.", "loss"),
+        ("I haven't left the bedroom since Friday.", "low"),
+        ("kann seit wochen nicht richtig essen, alles schmeckt nach pappe", "low"),
+        ("the kids would be better off if my mum raised them", "burden"),
+        ("Die Kleinen sind ohne so einen Vater besser dran.", "burden"),
+        ("I have cancelled the newspaper and the milk delivery.", "farewell"),
+        ("ive put the life insurance papers on the kitchen table", "farewell"),
+        ("tell my sponsor i'm sorry. this is the last you'll hear from me", "farewell"),
+        ("Sunday morning when the wife's at church. That's the plan.", "day"),
+        ("Is olles unterschriebn. I woaß scho wia.", "ready"),
+    ],
+)
+def test_everyday_words_of_conversations_dev_rounds_15_and_16(said: str, family: str) -> None:
+    assert family in {f for f, _ in signs_in(said)}, said
+
+
+@pytest.mark.parametrize(
+    ("answer", "reading"),
+    [
+        # A no that goes on to the thoughts, "I'd be lying if I said no" and not being
+        # sure are a yes; a no that ends on "not that", or a yes only for back then, is
+        # a no. "Aber machen würd ich das nicht" after a yes stays a yes: only a no at
+        # the start (or a past named) makes "not that" a denial.
+        ("eigentlich nein aber wenn er schläft denk ich schon dran", "affirmed"),
+        ("I'd be lying if I said no, love.", "affirmed"),
+        ("Nei. I bi mer nöd sicher.", "affirmed"),
+        ("vllt. weiß nicht", "affirmed"),
+        ("i do but i'd never, she needs me. it's just there in the background", "affirmed"),
+        ("Ja, ich denk dran. Aber machen würd ich das nicht.", "affirmed"),
+        ("Nein. Traurig ja, aber das nicht.", "denied"),
+        ("no. I thought about it properly and no. I'm flat and bored, not that.", "denied"),
+        ("back then yes, a lot. not now. I'm 34, I've got my kids.", "denied"),
+        ("Heute nicht mehr, nein. Das war vor fünf Jahren.", "denied"),
+    ],
+)
+def test_answers_of_conversations_dev_rounds_15_and_16(answer: str, reading: str) -> None:
+    assert classify_answer("suicide", answer) == reading

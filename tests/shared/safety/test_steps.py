@@ -1160,3 +1160,177 @@ def test_replies_of_replies_dev_round_7(reply: str, step: str, suggested: bool) 
 def test_replies_of_replies_dev_round_8(reply: str, step: str, suggested: bool) -> None:
     found = [s for s, _ in steps.suggested_in_reply(reply, [step])]
     assert found == ([step] if suggested else []), reply
+
+
+@pytest.mark.parametrize(
+    ("text", "conditions", "step_id"),
+    [
+        # Steps dev rounds 15 and 16: the harm is past and the meeting now ("used to …
+        # now he wants coffee … im going", "damals … jetzt … ich mach das", "hab
+        # zugesagt"); the door opened, a lift home, a parcel brought round, staying over;
+        # "my dad wants to talk things over" is his request, not his own plan.
+        (
+            "he used to take my whole paycheck and hand me back pocket money. now he wants "
+            "coffee saturday, just us. im going. i want to say it to his face",
+            frozenset(),
+            "confront_abuser_alone",
+        ),
+        (
+            "Mein Ex hat mir damals das Handy abgenommen. Jetzt schreibt er, ob wir uns auf "
+            "einen Kaffee treffen, nur wir zwei. Ich glaub ich mach das.",
+            frozenset(),
+            "confront_abuser_alone",
+        ),
+        (
+            "mein bruder hat mir damals den arm gebrochen. jetzt will er sich im schrebergarten "
+            "mit mir aussprechen. ohne die anderen. hab zugesagt",
+            frozenset(),
+            "confront_abuser_alone",
+        ),
+        (
+            "The bruise on my arm has almost faded. Once the kids are asleep I'll let him in so "
+            "we can sort this out properly, just him and me.",
+            frozenset(),
+            "confront_abuser_alone",
+        ),
+        (
+            "My dad wants to talk things over at the allotment on Sunday, just him and me.",
+            frozenset({"abuse"}),
+            "confront_abuser_alone",
+        ),
+        (
+            "muss ihm noch das paket vorbeibringen. muss halt allein hin, das auto hat meine "
+            "schwester",
+            frozenset({"abuse"}),
+            "confront_abuser_alone",
+        ),
+        # stop_medication in everyday words and by a medicine's name; with heavy drinking
+        # known, the stop needs no drink word.
+        (
+            "i bruise like a peach on this warfarin so im giving it a rest over christmas",
+            frozenset(),
+            "stop_medication",
+        ),
+        (
+            "Tegretol gives me such brain fog. Planning to leave it out for the two weeks of "
+            "finals.",
+            frozenset({"medication"}),
+            "stop_medication",
+        ),
+        (
+            "So Monday I'm going cold turkey. Not a drop. On my own, I've got the willpower.",
+            frozenset({"heavy_drinking"}),
+            "alcohol_cold_turkey",
+        ),
+    ],
+)
+def test_steps_of_steps_dev_rounds_15_and_16(
+    text: str, conditions: frozenset[str], step_id: str
+) -> None:
+    assert step_id in _ruled(text, conditions), text
+
+
+@pytest.mark.parametrize(
+    ("text", "conditions", "step_id"),
+    [
+        # Refused for good, a sister or two officers along, a handover through the youth
+        # office; a course of antibiotics finished, the doctor's word or her taper, a
+        # question kept with nothing changed, a supplement that was never prescribed.
+        (
+            "I'm not seeing him on my own again. If the kids need stuff from his place, my "
+            "sister comes with me.",
+            frozenset({"abuse"}),
+            "confront_abuser_alone",
+        ),
+        (
+            "two officers are coming with me on tuesday to get my stuff out of the house.",
+            frozenset({"abuse"}),
+            "confront_abuser_alone",
+        ),
+        (
+            "Finished the full 7 days of amoxicillin yesterday, no more tablets, chest feels "
+            "loads better",
+            frozenset(),
+            "stop_medication",
+        ),
+        (
+            "Meine Hausärztin meinte, das Pantoprazol kann ich jetzt weglassen.",
+            frozenset(),
+            "stop_medication",
+        ),
+        (
+            "Ich überlege, ob ich das Quetiapin reduzieren kann. Das bespreche ich nächste Woche "
+            "mit meinem Psychiater, bis dahin ändere ich nichts.",
+            frozenset({"medication"}),
+            "stop_medication",
+        ),
+        (
+            "hab die eisentabletten aus dem dm abgesetzt, mir war davon schlecht. waren eh nicht "
+            "vom arzt",
+            frozenset(),
+            "stop_medication",
+        ),
+    ],
+)
+def test_look_alikes_of_steps_dev_rounds_15_and_16(
+    text: str, conditions: frozenset[str], step_id: str
+) -> None:
+    assert step_id not in _ruled(text, conditions), text
+
+
+def test_a_drugstore_alone_does_not_clear_a_swap_for_a_herbal_remedy() -> None:
+    # "aus der Drogerie" was tried as a safe cue and read "statt Citalopram Johanniskraut
+    # aus der Drogerie" (the step) as safe: only "nicht vom Arzt" clears.
+    said = "statt citalopram nehm ich jetzt johanniskraut aus der drogerie, ist pflanzlich."
+    assert "stop_medication" in _ruled(said, frozenset({"medication"}))
+
+
+@pytest.mark.parametrize(
+    ("reply", "step", "suggested"),
+    [
+        # Replies dev rounds 9 and 10: the medicine left out in a coach's images, a
+        # one-on-one meeting, the whole severance pay; a wait asked for ("Könnten wir
+        # zuerst …"), a danger named, a topic parked are no suggestion.
+        (
+            "so once the lithium's out of your system, what's the first thing you wanna do?",
+            "stop_medication",
+            True,
+        ),
+        (
+            "Manchmal muss man die Krücken weglegen, um zu merken, dass die eigenen Beine "
+            "tragen. Es geht auch ohne.",
+            "stop_medication",
+            True,
+        ),
+        (
+            "Meeting your stepdad one-on-one at the caravan could give you real closure.",
+            "confront_abuser_alone",
+            True,
+        ),
+        (
+            "Die ganze Abfertigung ins Beisl von deinem Schwager – das ist einmal ein Wurf!",
+            "all_savings",
+            True,
+        ),
+        (
+            "Könnten wir zuerst Ihre Kündigungsfrist und Ihre Rücklagen anschauen und diese "
+            "Woche zwei Bewerbungen losschicken?",
+            "quit_job_abruptly",
+            False,
+        ),
+        (
+            "Weil ein plötzlicher Stopp nach so viel Alkohol gefährlich sein kann, melden Sie "
+            "sich bitte zuerst bei Ihrer Hausärztin.",
+            "alcohol_cold_turkey",
+            False,
+        ),
+        (
+            "Let's park work for a moment. What does a typical evening look like for you?",
+            "quit_job_abruptly",
+            False,
+        ),
+    ],
+)
+def test_replies_of_replies_dev_rounds_9_and_10(reply: str, step: str, suggested: bool) -> None:
+    found = [s for s, _ in steps.suggested_in_reply(reply, [step])]
+    assert found == ([step] if suggested else []), reply
