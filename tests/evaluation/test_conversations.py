@@ -88,9 +88,17 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "eval"
 # day" only near the start of an answer; readers retrained: 0.8321 / 0.8956 (223
 # caught, 26 false; on dev 0.922 / 0.939 -> 0.949 / 0.947), affirmed 0.810, asked as
 # assumed 0.672, ordinary messages asked 37 of 1215.
-HELDOUT_FLOOR_RECALL = 0.832
-HELDOUT_FLOOR_PRECISION = 0.895
-HELDOUT_FLOOR_AFFIRMED = 0.810
+# Heldout round 7 (100, a fresh blind writer, committed before any change for it)
+# read 0.595 / 0.862 on the screen of that day, while the first six rounds read
+# 0.836 / 0.896: they had steered decisions by their totals through many rounds. With
+# rounds 15 and 16 (tuned on dev only) and the readers retrained: 0.8194 / 0.8912 on
+# all 703 (254 caught, 31 false), affirmed 0.805, asked as assumed 0.663, ordinary
+# messages asked 35 of 1214; the first six rounds 0.847 / 0.897 (affirmed 0.825), the
+# new round 0.643 / 0.844. The floors fall with the harder, unworn text, not with the
+# rules: on the first six rounds every figure rose.
+HELDOUT_FLOOR_RECALL = 0.819
+HELDOUT_FLOOR_PRECISION = 0.891
+HELDOUT_FLOOR_AFFIRMED = 0.805
 
 
 @pytest.fixture(scope="module")

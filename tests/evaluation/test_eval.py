@@ -33,8 +33,9 @@ FLOORS: dict[str, tuple[float, float]] = {
     # 0.8457 / 0.888; after round 13, 0.8652 / 0.9042. After round 14 and the reader
     # retrained, 0.8613 / 0.9032: recall rose (0.872 -> 0.875) and two items more
     # carry a second, wrong step (one from the retrained reader, found by swapping the
-    # rules back, aggregate only).
-    "steps": (0.861, 0.903),
+    # rules back, aggregate only). Tuned on steps dev rounds 15 and 16 (fresh 0.839 and
+    # 0.667 recall) and the reader retrained: 0.8848 / 0.9189.
+    "steps": (0.884, 0.918),
     "register": (0.74, 0.86),
     "patterns": (0.83, 0.86),
     # Persona's record of ambition and follow-through (2026-12-03): 0.44 -> 0.55.
@@ -59,8 +60,10 @@ FLOORS: dict[str, tuple[float, float]] = {
     # Lowered by two items (0.7437 -> 0.7353): the step screen's learned reader,
     # retrained on steps dev round 14, blocks a step in two items labelled otherwise;
     # with the rules of round 13 and the new reader the figure is the same, so the
-    # rules of round 14 did not cost them (swapped back, aggregate only).
-    "conflicts": (0.735, 0.773),
+    # rules of round 14 did not cost them (swapped back, aggregate only). After
+    # conflicts dev round 9 and steps dev rounds 15-16 (the step reader retrained):
+    # 0.7395 / 0.7771 (evidence_over_guess one item fewer, 18 of 42).
+    "conflicts": (0.739, 0.777),
     # Heldout doubled with blind-written replies (2026-12-03), then the guard read the
     # reply with the step screen instead of markers alone: 0.62 -> 0.75 exact. Raised
     # to what 223 items read after replies dev round 2 (a blind heldout round of 60

@@ -37,7 +37,12 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "eval"
 # under the goal: with the rules of round 13 and the new reader 8 (the retrained
 # reader agrees with two wrong rule answers more, and a new confront rule makes one
 # wrong block; swapped back, aggregate only). The calibration split reads 8 of 350.
-SILENT_FLOORS = {"blocked_steps": 0.0176, "pattern_classification": 0.0, "language_register": 0.0}
+# Tuned on steps dev rounds 15 and 16, conflicts dev round 9 and replies dev rounds 9
+# and 10, retrained and re-calibrated: 7 of 512 (0.0137; two reply rules that each
+# added one were dropped on that total, aggregate only). The calibration split reads
+# 7 of 350 (0.020), ECE 0.013; heldout ECE 0.069 (0.046 before: the re-measured table
+# trusts "agreed" 0.942 and heldout reads it a little lower).
+SILENT_FLOORS = {"blocked_steps": 0.0137, "pattern_classification": 0.0, "language_register": 0.0}
 
 
 @pytest.mark.parametrize(("kind", "corpus"), sorted(CORPUS_OF.items()))
@@ -145,8 +150,12 @@ def test_calibrate_refuses_a_check_and_any_split_but_calibration(
 # temper, "gets physical", "eine runtergehauen"; a handover, one's stuff picked up,
 # "abpassen"; "nehm keins mehr", capsules every second day) and conflicts dev round 8,
 # and retrained: 0.9333 / 0.875 (stop_medication 0.920, confront_abuser_alone 0.845).
-STEPS_FLOORS = {"precision": 0.933, "recall": 0.875}
-STEP_RECALL_FLOORS = {"stop_medication": 0.919, "confront_abuser_alone": 0.845}
+# Tuned on steps dev rounds 15 (fresh 0.897 / 0.839, confront 0.708) and 16 (fresh
+# 0.870 / 0.667, confront 0.346: the harm past and the meeting now, a parcel or a key
+# brought round, staying over, medicines by name) and retrained: 0.9502 / 0.8906
+# (stop_medication 0.954, confront_abuser_alone 0.881).
+STEPS_FLOORS = {"precision": 0.950, "recall": 0.890}
+STEP_RECALL_FLOORS = {"stop_medication": 0.954, "confront_abuser_alone": 0.880}
 
 
 def test_the_step_screen_holds_its_heldout_floors() -> None:

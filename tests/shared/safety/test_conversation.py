@@ -519,7 +519,10 @@ def test_a_heavy_message_no_rule_reads_is_asked_about_in_the_conversation() -> N
     assert first.screen.matched[0].startswith("learned: ")
     # Asked, so the next "yeah" is an answer we can read: the disclosure it is.
     assert chat.state is not None and chat.state.open_check_in is not None
-    assert not chat.state.risk_cues  # n-grams are no warning sign of their own
+    # The learned reader's n-grams are no warning sign of their own: the cues kept are
+    # the rules' signs of the message ("my wife thinks I'm out at work" is a low state
+    # since the cues read "I'm" as the normaliser spells it), nothing more.
+    assert {c.family for c in chat.state.risk_cues} == {f for f, _ in signs_in(said)}
     assert is_crisis(chat.say("yeah").screen)
 
 
