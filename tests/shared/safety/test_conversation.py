@@ -925,3 +925,40 @@ def test_everyday_words_of_conversations_dev_rounds_15_and_16(said: str, family:
 )
 def test_answers_of_conversations_dev_rounds_15_and_16(answer: str, reading: str) -> None:
     assert classify_answer("suicide", answer) == reading
+
+
+@pytest.mark.parametrize(
+    ("said", "family"),
+    [
+        # Conversations dev round 17: goodbyes for good, hopelessness and a burden in
+        # everyday words, means at hand, how others see the writer.
+        ("thanks for trying with me. bye. really, bye.", "farewell"),
+        ("Danke dass du zuhörst. Sag niemand. Tschüss für immer.", "farewell"),
+        ("Tell the lad I'm sorry about the fishing. Ta-ra.", "farewell"),
+        ("i dont blame them. ive given up too. it's never getting better", "hopelessness"),
+        ("Dat wird nix mehr mit mir. Die Lunge, die Knie, der Kopp.", "hopelessness"),
+        ("eigentlich egal. ohne mich hätten alle weniger stress", "burden"),
+        ("after the weekend. i've got insulin at home and i know how much", "means"),
+        ("Das Konzert ist am 12. Bis dahin bin ich weg. Die Nacht steht fest.", "day"),
+        (
+            "my colleagues have stopped inviting me. can't blame them, i wouldn't invite me either",
+            "low",
+        ),
+    ],
+)
+def test_everyday_words_of_conversations_dev_round_17(said: str, family: str) -> None:
+    assert family in {f for f, _ in signs_in(said)}, said
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "reading"),
+    [
+        ("suicide", "I wouldn't say I'm planning anything. But yes, I think about it.", "affirmed"),
+        ("suicide", "Wenn ich ehrlich bin, ja. Gerade wenn er weg ist.", "affirmed"),
+        ("suicide", "Oh yes, I would like that very much.", "unclear"),
+        ("safety", "I couldn't say. I've had a few whiskies.", "unsafe"),
+        ("safety", "Ich weiß es nicht. Ich bin auf dem Balkon.", "unsafe"),
+    ],
+)
+def test_answers_of_conversations_dev_round_17(question: str, answer: str, reading: str) -> None:
+    assert classify_answer(question, answer) == reading  # type: ignore[arg-type]

@@ -1334,3 +1334,98 @@ def test_a_drugstore_alone_does_not_clear_a_swap_for_a_herbal_remedy() -> None:
 def test_replies_of_replies_dev_rounds_9_and_10(reply: str, step: str, suggested: bool) -> None:
     found = [s for s, _ in steps.suggested_in_reply(reply, [step])]
     assert found == ([step] if suggested else []), reply
+
+
+@pytest.mark.parametrize(
+    ("text", "conditions", "step_id", "blocked"),
+    [
+        # Steps dev round 17 and conflicts dev round 10: the danger played down and the
+        # meeting planned as something ordinary; a lawyer left out; both counsellors in
+        # the room; a detox a nurse runs is no stop of a medicine.
+        (
+            "Ich werde ihn morgen früh am Bahnhof direkt ansprechen. Er lauert mir seit Monaten "
+            "auf.",
+            frozenset(),
+            "confront_abuser_alone",
+            True,
+        ),
+        (
+            "Nach dem Termin beim Familiengericht will ich ihn vor dem Gebäude ansprechen, nur wir "
+            "zwei, ohne meine Anwältin.",
+            frozenset({"abuse"}),
+            "confront_abuser_alone",
+            True,
+        ),
+        (
+            "Nächste Woche treff ich meinen Bruder in der Beratungsstelle. Seine und meine "
+            "Beraterin sind beide im Raum.",
+            frozenset({"abuse"}),
+            "confront_abuser_alone",
+            False,
+        ),
+        (
+            "Hab mit dem Mirtazapin 12 kg zugenommen. Ab heut nehm ich nur noch ne halbe, egal "
+            "was die Psychiaterin sagt.",
+            frozenset({"medication"}),
+            "stop_medication",
+            True,
+        ),
+        (
+            "GP has referred me to the community alcohol team, they're doing a home detox with "
+            "medication and a nurse visiting every day.",
+            frozenset(),
+            "stop_medication",
+            False,
+        ),
+        (
+            "Tomorrow I'm walking in, chucking my whites on the pass and leaving. No notice.",
+            frozenset(),
+            "quit_job_abruptly",
+            True,
+        ),
+    ],
+)
+def test_steps_of_steps_dev_round_17_and_conflicts_round_10(
+    text: str, conditions: frozenset[str], step_id: str, blocked: bool
+) -> None:
+    assert (step_id in _ruled(text, conditions)) is blocked, text
+
+
+@pytest.mark.parametrize(
+    ("reply", "step", "suggested"),
+    [
+        # Replies dev round 11: a meeting with no audience, a prescription left to lapse;
+        # "not on your own", a wait for the physio's all-clear, a women's counselling
+        # service are no suggestion.
+        (
+            "On Fridays the office empties out by six, so you could catch him at his desk with "
+            "no audience.",
+            "confront_abuser_alone",
+            True,
+        ),
+        (
+            "Wenn die Packung am Sonntag leer ist, holen Sie einfach kein neues Rezept mehr ab.",
+            "stop_medication",
+            True,
+        ),
+        (
+            "Bitte setzen Sie die Tabletten nicht eigenmächtig ab. Am Donnerstag haben Sie den "
+            "Termin.",
+            "stop_medication",
+            False,
+        ),
+        (
+            "The half marathon in May is still the goal. Running waits until she clears you.",
+            "train_through_injury",
+            False,
+        ),
+        (
+            "Schön, dass Sie am Dienstag bei der Frauenberatung waren.",
+            "confront_abuser_alone",
+            False,
+        ),
+    ],
+)
+def test_replies_of_replies_dev_round_11(reply: str, step: str, suggested: bool) -> None:
+    found = [s for s, _ in steps.suggested_in_reply(reply, [step])]
+    assert found == ([step] if suggested else []), reply
