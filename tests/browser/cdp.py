@@ -302,7 +302,9 @@ class Page:
         for event in self.browser.events("Log.entryAdded", self.session):
             entry = event["params"]["entry"]
             if entry["level"] == "error":
-                out.append(f"{entry.get('source')}: {entry.get('text')}")
+                # The address too: "Failed to load resource: 404" alone does not say which.
+                where = f" ({entry['url']})" if entry.get("url") else ""
+                out.append(f"{entry.get('source')}: {entry.get('text')}{where}")
         return out
 
 

@@ -449,8 +449,13 @@ async function act(path, body, done) {
     if (done) showStatus(done);
   } catch (err) {
     showStatus(err.message, "error");
+    await refreshItem();
+    return;
   }
-  await refreshItem();
+  // A closed item leaves the queue by the live feed's "gone" event; fetching it here
+  // would race that event and, once the close has landed, answer 404 (which the
+  // browser logs as an error though nothing went wrong).
+  if (path !== "close") await refreshItem();
 }
 
 function wire() {
