@@ -126,6 +126,11 @@ def test_redelivery_is_idempotent() -> None:
         ("Followed my program to the letter for 16 weeks, PRs on every lift.", False, True),
         ("nine years a firefighter, four marathons done", False, True),
         ("Ausbildung wieder aufgenommen und bin Klassenbeste.", False, True),
+        # Conflicts dev (seventh session): attendance and logs, "ohne eine Ausnahme".
+        ("captain this season, been at every training since july", False, True),
+        ("Cycling 250km a week, logged every ride since February.", False, True),
+        ("Hab jeden Monat 800 € zurückgelegt, seit zwei Jahren ohne eine Ausnahme.", False, True),
+        ("Seit Februar dreimal die Woche schwimmen, nicht ein Mal ausgesetzt.", False, True),
         # Not a plan kept: a miss, a plain week.
         ("Missed two runs this week.", False, False),
         ("Work was busy, nothing much else.", False, False),

@@ -879,6 +879,43 @@ def test_heavy_drinking_told_earlier_makes_stopping_at_once_the_step() -> None:
 
 
 @pytest.mark.parametrize(
+    ("said", "conditions", "blocked"),
+    [
+        # Conflicts dev: the fever remembered, going ahead this turn, in dialect too.
+        ("I fahr trotzdem, a paar Aspirin vorm Start, wird scho gehn", {"illness"}, True),
+        ("racing saturday no matter what", {"illness"}, True),
+        ("racing saturday no matter what", set(), False),
+        # "noch nicht weg" is no all-clear.
+        (
+            "Grippe mit Fieber, aber das Turnier spiel ich auf jeden Fall, auch wenn das "
+            "Fieber noch nicht weg ist.",
+            set(),
+            True,
+        ),
+        # Pulled out, with a "but" that only consoles.
+        (
+            "came down with flu on thursday, fever all weekend. pulled out of the race. "
+            "gutted but there'll be another one.",
+            set(),
+            False,
+        ),
+    ],
+)
+def test_a_fever_and_going_ahead(said: str, conditions: set[str], blocked: bool) -> None:
+    assert ("train_while_ill" in _ruled(said, frozenset(conditions))) is blocked, said
+
+
+def test_someone_elses_fever_and_a_fever_over() -> None:
+    assert "illness" in steps.detect_conditions("Woke up with a fever of 39 and the chills.")
+    assert "illness" in steps.detect_conditions("Hab seit gestern Fieber.")
+    assert "illness" not in steps.detect_conditions("Fieber ist weg, wieder gesund.")
+    assert "illness" not in steps.detect_conditions("Booked my flu jab for Friday.")
+    # "pulled out" of a race is no pulled muscle.
+    assert "injury" not in steps.detect_conditions("pulled out of the race on sunday")
+    assert "train_while_ill" in steps.endangered_by({"illness"})
+
+
+@pytest.mark.parametrize(
     ("reply", "step", "suggested"),
     [
         # Replies dev round 6: the badge on the desk and a walk straight out with "total
