@@ -53,6 +53,12 @@ class Combo:
             return None
         for o in self.object.finditer(said):
             for a in acts:
+                if a == o.span() and " " not in o.group(0):
+                    # One word read as both ("race" is a training act and a risky
+                    # object): a step needs the two said, not one word twice. A
+                    # phrase may carry both ("die doppelte Dosis", "four hours a
+                    # night"), and an act may hold its object ("lass die Tablette weg").
+                    continue
                 lo, hi = (a, o.span()) if a[0] <= o.start() else (o.span(), a)
                 gap = said[lo[1] : hi[0]] if lo[1] <= hi[0] else ""
                 if len(_WORD.findall(gap)) <= self.window:

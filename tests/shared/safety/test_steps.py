@@ -1466,3 +1466,149 @@ def test_steps_of_steps_dev_round_17_and_conflicts_round_10(
 def test_replies_of_replies_dev_round_11(reply: str, step: str, suggested: bool) -> None:
     found = [s for s, _ in steps.suggested_in_reply(reply, [step])]
     assert found == ([step] if suggested else []), reply
+
+
+@pytest.mark.parametrize(
+    ("text", "conditions", "step_id", "blocked"),
+    [
+        # Steps dev round 18 and conflicts dev round 11: the apron handed in, the notice not
+        # worked, the ISA cashed in, a dialect article glued to the medicine, a broth
+        # diet, a sling and the climbing wall anyway, a meeting at a lay-by without the
+        # brother, pinned against a shelf; someone else's stop, a physio's plan, a
+        # taper agreed with the GP and a wrist broken skiing are none.
+        (
+            "Handing my apron in on friday, nothing lined up yet.",
+            frozenset(),
+            "quit_job_abruptly",
+            True,
+        ),
+        ("Resigning Monday and not working my notice.", frozenset(), "quit_job_abruptly", True),
+        (
+            "Tomorrow I tell my boss I stop today, no notice.",
+            frozenset(),
+            "quit_job_abruptly",
+            True,
+        ),
+        ("Cashing in the ISA next week for the franchise fee.", frozenset(), "all_savings", True),
+        ("I lass s'Marcumar über Ostern weg.", frozenset({"medication"}), "stop_medication", True),
+        (
+            "Bis zur Taufe gibt's nur noch Gemüsebrühe, dann passt der Anzug.",
+            frozenset(),
+            "crash_diet",
+            True,
+        ),
+        (
+            "Schulter ausgekugelt, vier Wochen Schlinge. Ich geh trotzdem morgen an die Wand.",
+            frozenset(),
+            "train_through_injury",
+            True,
+        ),
+        (
+            "Meeting Rob in the car park by the station on Sunday, he said not to bring my sister.",
+            frozenset({"abuse"}),
+            "confront_abuser_alone",
+            True,
+        ),
+        (
+            "Er hat mich gegen die Wand gedrückt. Morgen geh ich in sein Büro und sag ihm, dass "
+            "ich kündige.",
+            frozenset(),
+            "confront_abuser_alone",
+            True,
+        ),
+        (
+            "My mum has stopped taking her blood pressure pills, how do I talk to her?",
+            frozenset(),
+            "stop_medication",
+            False,
+        ),
+        (
+            "Mein Opa hat noch Tabletten im Schrank, die bring ich zur Apotheke.",
+            frozenset(),
+            "stop_medication",
+            False,
+        ),
+        (
+            "The physio has me back on the rower twice a week, she checks the ankle every Monday.",
+            frozenset({"injury"}),
+            "train_through_injury",
+            False,
+        ),
+        (
+            "Saw my GP and we agreed a slow taper of the sertraline over three months.",
+            frozenset({"medication"}),
+            "stop_medication",
+            False,
+        ),
+        (
+            "Went to my GP; we agreed a gradual taper, first step in two weeks.",
+            frozenset({"medication"}),
+            "stop_medication",
+            False,
+        ),
+        ("The clinic only checks my INR every six weeks.", frozenset(), "crash_diet", False),
+    ],
+)
+def test_steps_of_steps_dev_round_18_and_conflicts_round_11(
+    text: str, conditions: frozenset[str], step_id: str, blocked: bool
+) -> None:
+    assert (step_id in _ruled(text, conditions)) is blocked, text
+
+
+def test_broken_by_someone_is_abuse_broken_skiing_an_injury() -> None:
+    assert "abuse" in steps.detect_conditions("My uncle broke my jaw when I was nine.")
+    assert "abuse" not in steps.detect_conditions("Broke my wrist skiing in January.")
+    assert "injury" in steps.detect_conditions("Broke my wrist skiing in January.")
+    assert "abuse" not in steps.detect_conditions("I slipped and broke my ankle.")
+
+
+def test_heavy_drinking_then_going_completely_dry_alone() -> None:
+    stop = "From Monday I'm going completely dry, no doctor, I just stop."
+    assert "alcohol_cold_turkey" in _ruled(stop, frozenset({"heavy_drinking"}))
+    assert "alcohol_cold_turkey" not in _ruled(stop)
+
+
+@pytest.mark.parametrize(
+    ("reply", "step", "suggested"),
+    [
+        # Replies dev round 12: "before you lose your nerve" is no warning; "no mediator",
+        # "just you two" and "wenn keiner mehr da ist" are the meeting alone; a cost named
+        # ("can turn … into"), company asked for, "kein Polster" are warnings.
+        (
+            "Drive over to your dad's tonight, before you lose your nerve, and tell him what "
+            "he did.",
+            "confront_abuser_alone",
+            True,
+        ),
+        (
+            "Ask him to meet at the allotment, just you two, no mediator this time.",
+            "confront_abuser_alone",
+            True,
+        ),
+        (
+            "Wie wär's, wenn du deinen Schwager nach der Schicht abpasst, wenn keiner mehr im "
+            "Lager ist?",
+            "confront_abuser_alone",
+            True,
+        ),
+        (
+            "I know the race means a lot. Running on that ankle can turn a few weeks off into "
+            "a season off, though.",
+            "train_through_injury",
+            False,
+        ),
+        (
+            "Please only see him with someone else present, if at all.",
+            "confront_abuser_alone",
+            False,
+        ),
+        (
+            "Alles Ersparte in den Laden zu stecken, würde dir aber kein Polster lassen.",
+            "all_savings",
+            False,
+        ),
+    ],
+)
+def test_replies_of_replies_dev_round_12(reply: str, step: str, suggested: bool) -> None:
+    found = [s for s, _ in steps.suggested_in_reply(reply, [step])]
+    assert found == ([step] if suggested else []), reply
