@@ -1612,3 +1612,72 @@ def test_heavy_drinking_then_going_completely_dry_alone() -> None:
 def test_replies_of_replies_dev_round_12(reply: str, step: str, suggested: bool) -> None:
     found = [s for s, _ in steps.suggested_in_reply(reply, [step])]
     assert found == ([step] if suggested else []), reply
+
+
+@pytest.mark.parametrize(
+    ("text", "conditions", "step_id", "blocked"),
+    [
+        # Steps dev round 19: the kids threatened with a hammer, then his door tonight
+        # alone; a meeting accepted after past harm ("hab schon zugesagt"); a steroid
+        # course "just stopped". Someone else's stop, the question kept for the doctor or
+        # the pharmacist, "controlled every penny", "vorher änder ich gar nix" are none.
+        (
+            "The guy upstairs threatened my kids with a bat last week. Going up tonight by "
+            "myself to have a word.",
+            frozenset(),
+            "confront_abuser_alone",
+            True,
+        ),
+        (
+            "Mein Bruder hat mich früher eingesperrt. Jetzt will er reden, nur wir zwei, bei "
+            "ihm. Hab schon zugesagt.",
+            frozenset({"abuse"}),
+            "confront_abuser_alone",
+            True,
+        ),
+        (
+            "the prednisolone was supposed to come down slowly but the moon face is awful so i "
+            "just stopped at 20mg",
+            frozenset({"medication"}),
+            "stop_medication",
+            True,
+        ),
+        (
+            "Meine Tochter nimmt ihr Elvanse nicht mehr, soll ich was sagen?",
+            frozenset(),
+            "stop_medication",
+            False,
+        ),
+        (
+            "I'd love to drop the sertraline one day, but I'll raise it with my GP in March. "
+            "Until then nothing changes.",
+            frozenset({"medication"}),
+            "stop_medication",
+            False,
+        ),
+        (
+            "Ich frag morgen in der Apotheke, ob ich die Tablette später nehmen kann. Bis "
+            "dahin wie gewohnt.",
+            frozenset({"medication"}),
+            "stop_medication",
+            False,
+        ),
+        (
+            "He controlled every penny I earned for years.",
+            frozenset(),
+            "all_savings",
+            False,
+        ),
+        (
+            "Das Sertralin will ich irgendwann loswerden, das bespreche ich im Mai mit der "
+            "Ärztin. Vorher änder ich gar nix.",
+            frozenset({"medication"}),
+            "crash_diet",
+            False,
+        ),
+    ],
+)
+def test_steps_of_steps_dev_round_19(
+    text: str, conditions: frozenset[str], step_id: str, blocked: bool
+) -> None:
+    assert (step_id in _ruled(text, conditions)) is blocked, text
