@@ -962,3 +962,71 @@ def test_everyday_words_of_conversations_dev_round_17(said: str, family: str) ->
 )
 def test_answers_of_conversations_dev_round_17(question: str, answer: str, reading: str) -> None:
     assert classify_answer(question, answer) == reading  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("said", "family"),
+    [
+        # Conversations dev rounds 18 and 19 (own wording): affairs put in order for the
+        # spouse, a scheduled e-mail, a policy that pays out, a goodbye for good; means
+        # and a decided time; "I don't want to go on", "mag eh nimmer".
+        (
+            "Hab die Versicherungen durchgeschaut und alles für meinen Mann aufgeschrieben.",
+            "farewell",
+        ),
+        ("hab meinem bruder ne mail vorgeplant", "farewell"),
+        ("checked the life policy pays out now", "farewell"),
+        ("gute nacht für immer", "farewell"),
+        ("Grüßt meine Tochter von mir.", "farewell"),
+        ("The shotgun's in the shed.", "means"),
+        ("Ich steh auf dem Dach, sechster Stock.", "means"),
+        ("Das Datum steht.", "time"),
+        ("Sunday, when the family is at church.", "time"),
+        ("i know where and when", "time"),
+        ("I just don't want to go on.", "hopelessness"),
+        ("Irgendwie mag i eh nimmer.", "hopelessness"),
+        ("I wish a lorry would just hit me on the way home.", "hopelessness"),
+        ("Ich funktioniere nur noch.", "low"),
+    ],
+)
+def test_everyday_words_of_conversations_dev_rounds_18_and_19(said: str, family: str) -> None:
+    assert family in {f for f, _ in signs_in(said)}, said
+
+
+@pytest.mark.parametrize(
+    ("said", "family"),
+    [
+        # Not signs: prices through the roof, going on a trip, a festival one goes to.
+        ("Rents are through the roof here.", "means"),
+        ("I don't want to go on the school trip.", "hopelessness"),
+        ("I don't want to go on with this course.", "hopelessness"),
+    ],
+)
+def test_look_alikes_of_conversations_dev_rounds_18_and_19(said: str, family: str) -> None:
+    assert family not in {f for f, _ in signs_in(said)}, said
+
+
+def test_a_plan_told_in_answers_to_our_check_in_escalates() -> None:
+    # Conversations dev round 18: after a burden message we ask; the answers are pieces
+    # of a plan (the affairs put in order, then a time when the wife is away), not a yes
+    # or a no, and together they are the warning pattern.
+    chat = Chat()
+    first = chat.say("Ich bin für alle nur noch ein Klotz am Bein.")
+    assert first.screen.asks == "suicide"  # type: ignore[attr-defined]
+    chat.say("Hab heute die Versicherungen durchgeschaut und alles für meine Frau aufgeschrieben.")
+    last = chat.say("Sonntag. Dann ist sie bei ihrer Mutter.")
+    assert is_crisis(last.screen)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "reading"),
+    [
+        ("suicide", "yes! evenings are perfect, the gym is quiet after 8", "unclear"),
+        ("suicide", "yeah ok, I'll try that on Monday", "unclear"),
+        ("safety", "Yes. I've thought it through. I just wanted to tell someone before.", "unsafe"),
+    ],
+)
+def test_answers_of_conversations_dev_rounds_18_and_19(
+    question: str, answer: str, reading: str
+) -> None:
+    assert classify_answer(question, answer) == reading  # type: ignore[arg-type]
