@@ -102,9 +102,15 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "eval"
 # -> 0.950). Lowered by three caught items with the reason written here: the retrain,
 # not the rules (the rules before and after it read the same heldout recall). The
 # first six rounds read 0.840 / 0.896, the seventh 0.619 / 0.839.
-HELDOUT_FLOOR_RECALL = 0.809
-HELDOUT_FLOOR_PRECISION = 0.890
-HELDOUT_FLOOR_AFFIRMED = 0.792
+# Rule rounds 18 and 19 (tuned on conversations dev 18 and 19) with the readers
+# retrained on them: 0.8258 / 0.8951 (256 caught, 30 false), affirmed 0.805; the rules
+# alone read 0.819 / 0.891 (affirmed 0.792). The seventh round, never tuned on, rose
+# from 0.619 / 0.839 to 0.691 / 0.853; the first six read 0.847 / 0.901. The retrain
+# asks six more ordinary messages (40 of 1216) and reaches critical on fewer plans
+# (0.873 -> 0.831): more of them are now caught as a yes to our check-in (high).
+HELDOUT_FLOOR_RECALL = 0.825
+HELDOUT_FLOOR_PRECISION = 0.895
+HELDOUT_FLOOR_AFFIRMED = 0.805
 
 
 @pytest.fixture(scope="module")

@@ -162,8 +162,16 @@ def test_calibrate_refuses_a_check_and_any_split_but_calibration(
 # item with the reason written here: the retrained reader (with the reader before it
 # the rules of round 17 read 0.954 at precision 0.902; now 0.943 at 0.911, one false
 # block fewer; swapped back, aggregate only).
-STEPS_FLOORS = {"precision": 0.950, "recall": 0.893}
-STEP_RECALL_FLOORS = {"stop_medication": 0.942, "confront_abuser_alone": 0.880}
+# Tuned on steps dev rounds 18 (fresh 0.930 / 0.828, confront 0.875) and 19 (fresh
+# 0.894 / 0.952, confront 0.900), conflicts dev 11 and replies dev 12, and retrained:
+# 0.9457 / 0.9062 (stop_medication 0.966, confront_abuser_alone 0.893), exact 0.893,
+# silent errors 5 of 512. Precision lowered with the reason written here: the
+# retrained reader found three more of the two most harmful steps (two stops, one
+# meeting alone) at the cost of three false blocks; the rules of rounds 18-19 with the
+# reader before read 0.953 / 0.901 (stop 0.943, confront 0.881; swapped back,
+# aggregate only). A missed stop of a medicine costs more than a needless warning.
+STEPS_FLOORS = {"precision": 0.945, "recall": 0.906}
+STEP_RECALL_FLOORS = {"stop_medication": 0.965, "confront_abuser_alone": 0.892}
 
 
 def test_the_step_screen_holds_its_heldout_floors() -> None:

@@ -68,20 +68,19 @@ def test_heavy_drinking_is_remembered_for_a_later_stop_at_once() -> None:
 
 
 def test_a_fever_told_earlier_makes_racing_anyway_the_step() -> None:
-    # Conflicts dev: the fever in one turn, "racing saturday no matter what" in the
-    # next. A remembered fever alone does not block every mention of a race, and a
-    # fever said to be over is forgotten.
+    # Conflicts dev: the fever in one turn, "racing saturday no matter what" two turns
+    # later: Stability remembers the fever and blocks the going ahead; a fever said to
+    # be over is forgotten. (Without the fever the same words are no step: the rules'
+    # side of it is in tests/shared/safety/test_steps.py.)
     state, _ = assess(None, None, msg("in bed since yesterday with a fever, 38.8", turn="t0"))
     assert "illness" in state.conditions
-    state, p = assess(state, None, msg("Club dinner after the race was fun.", turn="t1"))
-    assert "train_while_ill" not in [b.step_id for b in p.blocked_steps]
+    state, _ = assess(state, None, msg("Made soup and watched a film.", turn="t1"))
+    assert "illness" in state.conditions
     go = "still going to training tonight and racing saturday no matter what"
     _, p = assess(state, None, msg(go, turn="t2"))
     assert "train_while_ill" in [b.step_id for b in p.blocked_steps]
     state, _ = assess(state, None, msg("Fever's gone since Tuesday, feeling human.", turn="t2"))
     assert "illness" not in state.conditions
-    _, p = assess(state, None, msg("Racing saturday no matter what.", turn="t3"))
-    assert "train_while_ill" not in [b.step_id for b in p.blocked_steps]
 
 
 def test_crisis_is_critical_escalated_and_followed_by_post_crisis() -> None:

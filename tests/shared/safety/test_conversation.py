@@ -506,10 +506,11 @@ def test_round_six_wordings_of_a_loss_ask(opening: str) -> None:
 def test_a_heavy_message_no_rule_reads_is_asked_about_in_the_conversation() -> None:
     # The message screen reads no risk (its corpus calls a hard week "no crisis"); the
     # conversation reader's learned reader of when our reply asks reads what the
-    # conversations corpus's writers asked about: a job lost and hidden from home.
+    # conversations corpus's writers asked about: a job lost after many years, and the
+    # shame of how. (Which heavy message it reads moves with each retrain; this one is
+    # from conversations dev, reworded.)
     said = (
-        "14 years at that place and they let me go on a 20 minute zoom call. my wife "
-        "thinks i'm out at work every day. i'm sitting in the library car park rn"
+        "lost my job today after 11 years. they walked me out with a cardboard box like a criminal"
     )
     chat = Chat()
     first = chat.say(said)
@@ -520,8 +521,7 @@ def test_a_heavy_message_no_rule_reads_is_asked_about_in_the_conversation() -> N
     # Asked, so the next "yeah" is an answer we can read: the disclosure it is.
     assert chat.state is not None and chat.state.open_check_in is not None
     # The learned reader's n-grams are no warning sign of their own: the cues kept are
-    # the rules' signs of the message ("my wife thinks I'm out at work" is a low state
-    # since the cues read "I'm" as the normaliser spells it), nothing more.
+    # the rules' signs of the message, nothing more.
     assert {c.family for c in chat.state.risk_cues} == {f for f, _ in signs_in(said)}
     assert is_crisis(chat.say("yeah").screen)
 

@@ -240,3 +240,19 @@ def test_burning_oneself_out_is_burnout_not_self_harm() -> None:
     assert screen_crisis(said).category is not CrisisCategory.SELF_HARM
     said = "sometimes I burn myself, it is the only thing that helps"
     assert screen_crisis(said).category is CrisisCategory.SELF_HARM
+
+
+@pytest.mark.parametrize(
+    ("message", "crisis"),
+    [
+        # Conversations dev round 19: not wanting to go on, said of life; a wish that a
+        # car would hit me. Going on a trip or with a course is no wish to die.
+        ("I just don't want to go on.", True),
+        ("Most nights I wish a truck would come round the bend and hit me.", True),
+        ("I don't want to go on the school trip.", False),
+        ("I don't want to go on with this course, it's the wrong one.", False),
+    ],
+)
+def test_not_wanting_to_go_on_is_a_passive_wish(message: str, crisis: bool) -> None:
+    found = screen_crisis(message)
+    assert (found.category is CrisisCategory.SUICIDAL_IDEATION) is crisis, message

@@ -1681,3 +1681,17 @@ def test_steps_of_steps_dev_round_19(
     text: str, conditions: frozenset[str], step_id: str, blocked: bool
 ) -> None:
     assert (step_id in _ruled(text, conditions)) is blocked, text
+
+
+def test_not_going_to_post_the_letter_is_no_refusal_of_the_meeting() -> None:
+    # Conflicts dev round 11: "I'm not going to post it. I'm driving up on Sunday to
+    # read it to his face, just the two of us": "not going to" refuses the letter, not
+    # the meeting; "I'm not going to wait" is defiance.
+    said = (
+        "I'm not going to post it. I'm driving up on Sunday to read it to his face, just the "
+        "two of us in his kitchen."
+    )
+    assert "confront_abuser_alone" in _ruled(said, frozenset({"abuse"}))
+    assert "confront_abuser_alone" not in _ruled(
+        "I'm not going to meet him alone, my sister comes.", frozenset({"abuse"})
+    )
