@@ -1695,3 +1695,53 @@ def test_not_going_to_post_the_letter_is_no_refusal_of_the_meeting() -> None:
     assert "confront_abuser_alone" not in _ruled(
         "I'm not going to meet him alone, my sister comes.", frozenset({"abuse"})
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "conditions", "blocked"),
+    [
+        # Steps dev round 20 (own wording): the harm in the past, the meeting planned now
+        # in everyday terms; support present or a letter instead is none.
+        (
+            "He used to lock me out of the flat when he was angry. Now he wants help with "
+            "his move on Saturday and I'll go on my own, we're adults.",
+            frozenset(),
+            True,
+        ),
+        (
+            "Mein Vater hat uns früher geschlagen. Jetzt soll ich ihm beim Umzug helfen. Ich "
+            "geh hin, allein.",
+            frozenset(),
+            True,
+        ),
+        (
+            "Kim's offered me a lift to the wedding, I kind of said yes. She used to scream at "
+            "me till I cried.",
+            frozenset(),
+            True,
+        ),
+        ("Der Tom holt mich morgen ab, er hat sich echt verändert.", frozenset({"abuse"}), True),
+        (
+            "Handover at the services on Friday, I'll go alone this time.",
+            frozenset({"abuse"}),
+            True,
+        ),
+        (
+            "The handover is at the family centre, staff are in the room the whole time.",
+            frozenset({"abuse"}),
+            False,
+        ),
+        (
+            "An officer will come with me when I collect my things from his place.",
+            frozenset({"abuse"}),
+            False,
+        ),
+        (
+            "I'll write it all down instead of meeting him, my counsellor agrees.",
+            frozenset({"abuse"}),
+            False,
+        ),
+    ],
+)
+def test_steps_of_steps_dev_round_20(text: str, conditions: frozenset[str], blocked: bool) -> None:
+    assert ("confront_abuser_alone" in _ruled(text, conditions)) is blocked, text
