@@ -1030,3 +1030,30 @@ def test_answers_of_conversations_dev_rounds_18_and_19(
     question: str, answer: str, reading: str
 ) -> None:
     assert classify_answer(question, answer) == reading  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("said", "family"),
+    [
+        # Conversations dev round 20 (own wording): a sorry passed on, a console left to
+        # a brother, savings moved, arrangements for whoever takes a dependant; tablets
+        # laid out, a named bridge; a last month, the night booked, a fixed day; a known
+        # spot; not trusting oneself.
+        ("tell my mum sorry. bye", "farewell"),
+        ("sag meiner schwester, sie soll meine gitarre behalten", "farewell"),
+        ("moved my savings to my brother this morning", "farewell"),
+        ("the dog's food and vet card are ready for whoever takes him", "farewell"),
+        ("Hab alle Tabletten auf den Wohnzimmertisch gelegt.", "means"),
+        ("dann fahr ich zur Elbbrücke", "means"),
+        ("I won't see the end of the month.", "time"),
+        ("Am Freitag, des is fix.", "time"),
+        ("I know the place already.", "ready"),
+        ("I don't trust myself tonight.", "thoughts"),
+    ],
+)
+def test_everyday_words_of_conversations_dev_round_20(said: str, family: str) -> None:
+    assert family in {f for f, _ in signs_in(said)}, said
+
+
+def test_a_dental_bridge_is_no_means() -> None:
+    assert "means" not in {f for f, _ in signs_in("Meine neue Zahnbrücke kommt morgen.")}
