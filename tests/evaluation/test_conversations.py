@@ -108,9 +108,13 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "eval"
 # from 0.619 / 0.839 to 0.691 / 0.853; the first six read 0.847 / 0.901. The retrain
 # asks six more ordinary messages (40 of 1216) and reaches critical on fewer plans
 # (0.873 -> 0.831): more of them are now caught as a yes to our check-in (high).
-HELDOUT_FLOOR_RECALL = 0.825
+# Rule round 20 (tuned on conversations dev 20) and the readers retrained on it:
+# 0.8290 / 0.8955 (257 caught, 30 false), affirmed 0.811, ordinary messages asked 35 of
+# 1215; the first six rounds 0.855 / 0.902, the seventh 0.667 / 0.849 (one item fewer
+# than after round 19: 42 conversations, each worth 0.024).
+HELDOUT_FLOOR_RECALL = 0.828
 HELDOUT_FLOOR_PRECISION = 0.895
-HELDOUT_FLOOR_AFFIRMED = 0.805
+HELDOUT_FLOOR_AFFIRMED = 0.811
 
 
 @pytest.fixture(scope="module")

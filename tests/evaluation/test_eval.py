@@ -36,8 +36,9 @@ FLOORS: dict[str, tuple[float, float]] = {
     # rules back, aggregate only). Tuned on steps dev rounds 15 and 16 (fresh 0.839 and
     # 0.667 recall) and the reader retrained: 0.8848 / 0.9189. After round 17 and the
     # reader retrained: 0.8867 / 0.9208. After rounds 18 and 19 and the reader
-    # retrained: 0.8926 / 0.9255.
-    "steps": (0.892, 0.925),
+    # retrained: 0.8926 / 0.9255. After round 20 and the reader retrained: 0.8984 /
+    # 0.9282.
+    "steps": (0.898, 0.928),
     "register": (0.74, 0.86),
     "patterns": (0.83, 0.86),
     # Persona's record of ambition and follow-through (2026-12-03): 0.44 -> 0.55.
@@ -68,8 +69,9 @@ FLOORS: dict[str, tuple[float, float]] = {
     # dev round 11 (a fever remembered, Persona reading attendance and logs as a plan
     # kept) and steps dev rounds 18-19: 0.7521 / 0.7857; evidence_over_guess one item
     # fewer (0.452 -> 0.429, 18 of 42), as the stretch it would have overruled is now
-    # dropped first for a blocked step (safety_over_ambition 61 -> 62 of 78).
-    "conflicts": (0.752, 0.785),
+    # dropped first for a blocked step (safety_over_ambition 61 -> 62 of 78). After steps
+    # dev round 20 and the step reader retrained: 0.7563 / 0.7928.
+    "conflicts": (0.756, 0.792),
     # Heldout doubled with blind-written replies (2026-12-03), then the guard read the
     # reply with the step screen instead of markers alone: 0.62 -> 0.75 exact. Raised
     # to what 223 items read after replies dev round 2 (a blind heldout round of 60
@@ -170,8 +172,9 @@ def test_safety_over_ambition_is_recorded_when_persona_and_stability_meet() -> N
     # (Persona reads a record told as every one of something done) and steps dev
     # round 12: 59 of 78 (0.756). After conflicts dev round 7 and steps dev round 13:
     # 61 of 78 (0.782). After conflicts dev round 11 (a fever told turns before, a
-    # plan kept told as attendance or a log): 62 of 78 (0.795).
+    # plan kept told as attendance or a log): 62 of 78 (0.795). After steps dev round 20
+    # and the step reader retrained: 63 of 78 (0.808).
     rep = _heldout("conflicts").answers
     want = [a for a in rep if any(e.startswith("safety_over_ambition") for e in a.expected)]
     caught = sum(a.exact for a in want)
-    assert caught / len(want) >= 0.794, (caught, len(want))
+    assert caught / len(want) >= 0.807, (caught, len(want))

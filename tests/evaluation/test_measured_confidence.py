@@ -170,7 +170,10 @@ def test_calibrate_refuses_a_check_and_any_split_but_calibration(
 # meeting alone) at the cost of three false blocks; the rules of rounds 18-19 with the
 # reader before read 0.953 / 0.901 (stop 0.943, confront 0.881; swapped back,
 # aggregate only). A missed stop of a medicine costs more than a needless warning.
-STEPS_FLOORS = {"precision": 0.945, "recall": 0.906}
+# Tuned on steps dev round 20 (fresh 0.981 / 0.809, confront 0.607: the harm past or
+# only remembered, the meeting planned in everyday terms) and retrained: 0.9484 /
+# 0.9089 (stop_medication 0.966, confront_abuser_alone 0.893), silent errors 5 of 512.
+STEPS_FLOORS = {"precision": 0.948, "recall": 0.908}
 STEP_RECALL_FLOORS = {"stop_medication": 0.965, "confront_abuser_alone": 0.892}
 
 
