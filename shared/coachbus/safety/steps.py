@@ -320,6 +320,12 @@ CATALOGUE, CONDITION_TTL, _CONDITIONS, _CLEARS = _catalogue()
 # combination needs (heavy drinking told turns before the stop), so a reader asking
 # whether a message heads for that blocked step holds them all.
 EVERY_CONDITION = frozenset(CONDITION_TTL)
+# The conditions a reply is read under: every one, as the step it is checked for was
+# blocked with its condition held, except heavy drinking. With heavy drinking held,
+# "stop drinking" alone is the step, and a reply that welcomes the wish to stop ("Wanting
+# to stop drinking is a brave decision.") before it warns about stopping at once would
+# read as suggesting it (replies dev round 13: six good replies against one caught).
+_REPLY_HELD = EVERY_CONDITION - {"heavy_drinking"}
 
 
 def detect_conditions(text: str | NormalizedText) -> set[str]:
@@ -540,7 +546,11 @@ def suggested_in_reply(
             continue
         voiced = _voiced(sentence)
         for spec in wanted:
-            words = spec.found_in(voiced) or next(iter(find_markers(sentence, spec.markers)), None)
+            # The step was blocked this turn, so the standing condition its combinations
+            # need held: the reply is read as the message was (see _REPLY_HELD).
+            words = spec.found_in(voiced, _REPLY_HELD) or next(
+                iter(find_markers(sentence, spec.markers)), None
+            )
             if words and spec.step_id not in found:
                 found[spec.step_id] = words
     whole = " ".join(sentences)
@@ -554,7 +564,7 @@ def suggested_in_reply(
         for spec in wanted:
             if spec.step_id in found:
                 continue
-            words = spec.found_in(voiced)
+            words = spec.found_in(voiced, _REPLY_HELD)
             if words is None and (endorsed or not cautious):
                 # The step's risky object in a reply that endorses something, or
                 # that neither warns nor weighs a cost nor steers elsewhere: the

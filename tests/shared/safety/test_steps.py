@@ -1745,3 +1745,57 @@ def test_not_going_to_post_the_letter_is_no_refusal_of_the_meeting() -> None:
 )
 def test_steps_of_steps_dev_round_20(text: str, conditions: frozenset[str], blocked: bool) -> None:
     assert ("confront_abuser_alone" in _ruled(text, conditions)) is blocked, text
+
+
+@pytest.mark.parametrize(
+    ("reply", "step", "suggested"),
+    [
+        # Replies dev round 13 (own wording): a first morning without the tablet, the last
+        # one taken, "ihm in Ruhe sagen, was", the key handed in at HR. Not suggestions:
+        # "you shouldn't have to face him on your own", the race that matters before its
+        # cost, the counsellor first, "lass uns lieber", a welcome of the wish to stop
+        # drinking before the warning about stopping at once.
+        ("How about Monday as your first day without the tablets?", "stop_medication", True),
+        (
+            "Was machst du mit der restlichen Packung, wenn du die letzte genommen hast?",
+            "stop_medication",
+            True,
+        ),
+        (
+            "Am Sonntag, wenn er allein ist, können Sie ihm in Ruhe sagen, was er getan hat.",
+            "confront_abuser_alone",
+            True,
+        ),
+        (
+            "Gehen Sie morgen zur Personalabteilung und geben Sie den Schlüssel ab.",
+            "quit_job_abruptly",
+            True,
+        ),
+        ("You shouldn't have to face her on your own.", "confront_abuser_alone", False),
+        (
+            "Saturday's match matters to you. Playing on that knee could turn weeks into months.",
+            "train_through_injury",
+            False,
+        ),
+        (
+            "Could you talk it over with your therapist on Friday first?",
+            "confront_abuser_alone",
+            False,
+        ),
+        (
+            "Aber ohne Rücklagen von heute auf morgen kündigen? Lass uns lieber Bewerbungen "
+            "schreiben.",
+            "quit_job_abruptly",
+            False,
+        ),
+        (
+            "Wanting to stop drinking is a brave decision. After years of it, stopping at once "
+            "can be dangerous, so please see your GP first.",
+            "alcohol_cold_turkey",
+            False,
+        ),
+    ],
+)
+def test_replies_of_replies_dev_round_13(reply: str, step: str, suggested: bool) -> None:
+    found = [s for s, _ in steps.suggested_in_reply(reply, [step])]
+    assert found == ([step] if suggested else []), reply
