@@ -131,6 +131,12 @@ def test_redelivery_is_idempotent() -> None:
         ("Cycling 250km a week, logged every ride since February.", False, True),
         ("Hab jeden Monat 800 € zurückgelegt, seit zwei Jahren ohne eine Ausnahme.", False, True),
         ("Seit Februar dreimal die Woche schwimmen, nicht ein Mal ausgesetzt.", False, True),
+        # Conflicts dev round 12 (own wording): every one of n, every run at pace, praise.
+        ("I've done 20 of the 20 sessions so far.", False, True),
+        ("Every long run at target pace since March.", False, True),
+        ("She says I'm her most reliable client ever.", False, True),
+        ("Die Zwischenprüfung mit 1,7 bestanden.", False, True),
+        ("Drei Monate nicht gefehlt, trotz Schicht.", False, True),
         # Not a plan kept: a miss, a plain week.
         ("Missed two runs this week.", False, False),
         ("Work was busy, nothing much else.", False, False),

@@ -1799,3 +1799,24 @@ def test_steps_of_steps_dev_round_20(text: str, conditions: frozenset[str], bloc
 def test_replies_of_replies_dev_round_13(reply: str, step: str, suggested: bool) -> None:
     found = [s for s, _ in steps.suggested_in_reply(reply, [step])]
     assert found == ([step] if suggested else []), reply
+
+
+@pytest.mark.parametrize(
+    ("text", "step_id"),
+    [
+        # Conflicts dev round 12 (own wording): a loan secured against the house, finance
+        # on machines, leaving at once without notice.
+        ("Borrowing 120k secured against our house for the fit-out.", "debt_for_venture"),
+        (
+            "Kredit über 200.000, mit dem Haus als Sicherheit, unterschreib ich Montag.",
+            "debt_for_venture",
+        ),
+        ("Got finance on two vans and a trailer, about 90k, signing Friday.", "debt_for_venture"),
+        (
+            "Morgen sag ich dem Chef, ich komme nicht mehr, sofort, ohne Kündigung.",
+            "quit_job_abruptly",
+        ),
+    ],
+)
+def test_steps_of_conflicts_dev_round_12(text: str, step_id: str) -> None:
+    assert step_id in _ruled(text), text
