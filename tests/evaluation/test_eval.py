@@ -70,8 +70,11 @@ FLOORS: dict[str, tuple[float, float]] = {
     # kept) and steps dev rounds 18-19: 0.7521 / 0.7857; evidence_over_guess one item
     # fewer (0.452 -> 0.429, 18 of 42), as the stretch it would have overruled is now
     # dropped first for a blocked step (safety_over_ambition 61 -> 62 of 78). After steps
-    # dev round 20 and the step reader retrained: 0.7563 / 0.7928.
-    "conflicts": (0.756, 0.792),
+    # dev round 20 and the step reader retrained: 0.7563 / 0.7928. The crisis reader
+    # retrained with conflicts dev round 12 as ordinary talk: 0.7521 / 0.7857 (one false
+    # alarm more, a crisis read in a turn labelled without a conflict; the rules of
+    # conflicts round 12 alone read the same 0.7563).
+    "conflicts": (0.752, 0.785),
     # Heldout doubled with blind-written replies (2026-12-03), then the guard read the
     # reply with the step screen instead of markers alone: 0.62 -> 0.75 exact. Raised
     # to what 223 items read after replies dev round 2 (a blind heldout round of 60
