@@ -26,9 +26,12 @@ def _all_six(text: str) -> float:
     best = float("inf")
     for _ in range(3):  # best of three: robust against a noisy machine
         chain = Chain(first.board, first.profile, first.safety)
-        start = time.perf_counter()
+        # This process's CPU time, not the wall clock: the suite runs beside other
+        # workers and brokers on two cores, and a wall-clock ratio measured the load
+        # (a fresh-clone run read 40x for ten times the text; alone it reads about 5x).
+        start = time.process_time()
         chain.turn(m)
-        best = min(best, time.perf_counter() - start)
+        best = min(best, time.process_time() - start)
     return best
 
 
