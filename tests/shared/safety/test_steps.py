@@ -1820,3 +1820,13 @@ def test_replies_of_replies_dev_round_13(reply: str, step: str, suggested: bool)
 )
 def test_steps_of_conflicts_dev_round_12(text: str, step_id: str) -> None:
     assert step_id in _ruled(text), text
+
+
+def test_a_reply_is_read_under_the_conditions_its_step_was_blocked_with() -> None:
+    # train_while_ill was blocked with the fever held, so a reply that cheers on going
+    # ahead without naming the fever is the step (the combination that needs the
+    # illness); heavy drinking is left out (the replies dev round 13 test above).
+    reply = "Your doctor said rest, I know. Race it anyway on Saturday, no matter what."
+    assert [s for s, _ in steps.suggested_in_reply(reply, ["train_while_ill"])] == [
+        "train_while_ill"
+    ]
