@@ -209,6 +209,22 @@ def test_a_broken_catalogue_names_the_step(monkeypatch: pytest.MonkeyPatch) -> N
         steps._catalogue()
 
 
+def test_a_shared_pattern_list_must_exist_and_be_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    # "@name" stands for lists.name; a name with no list is a typo that would drop
+    # every phrase of it, a list nobody names is phrases a writer believes count.
+    _broken(
+        monkeypatch,
+        "risky_steps.toml",
+        lambda raw: raw["condition"]["abuse"]["cues"].append("@harm_tld"),
+    )
+    with pytest.raises(C.ContentError, match=r"condition.abuse.cues\[\d+\]: '@harm_tld': no list"):
+        steps._catalogue()
+    monkeypatch.undo()
+    _broken(monkeypatch, "risky_steps.toml", lambda raw: raw["lists"].update(spare=["x"]))
+    with pytest.raises(C.ContentError, match=r"lists.spare: no pattern list refers to it"):
+        steps._catalogue()
+
+
 def test_a_domain_without_a_label_form_names_its_place(monkeypatch: pytest.MonkeyPatch) -> None:
     _broken(monkeypatch, "domains.toml", lambda raw: raw["domain"][5]["label"].pop("bei"))
     with pytest.raises(C.ContentError, match=r"domains.toml: domain\[5\].label.bei: must be"):

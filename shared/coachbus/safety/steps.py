@@ -165,8 +165,26 @@ _STEP_KEYS = (
 _COMBO_KEYS = ("act", "object", "window", "needs")
 
 
+def _entries(doc: content.Doc, value: object, at: str) -> list[str]:
+    """The patterns of a list, with each ``"@name"`` entry replaced by the patterns of
+    ``[lists].name``: one list of medicine names or of harms told serves every place
+    that reads them (a cue and a combination's object), so a new phrase is added once
+    and the two cannot drift apart."""
+    shared = content.table(doc, doc.raw.get("lists", {}), "lists")
+    out: list[str] = []
+    for k, entry in enumerate(content.texts(doc, value, at)):
+        if not entry.startswith("@"):
+            out.append(entry)
+            continue
+        name = entry[1:]
+        if name not in shared:
+            raise doc.fail(content.join(at, k), f"{entry!r}: no list {name!r} in [lists]")
+        out.extend(content.texts(doc, shared[name], f"lists.{name}"))
+    return out
+
+
 def _patterns(doc: content.Doc, value: object, at: str) -> re.Pattern[str]:
-    source = "|".join(content.texts(doc, value, at))
+    source = "|".join(_entries(doc, value, at))
     try:
         # Matched against coachbus.normalize's form of the message, like the crisis
         # screen: umlauts either way, typographic apostrophes, stretched letters.
@@ -240,6 +258,28 @@ def _top(key: str) -> re.Pattern[str]:
     return _patterns(doc, doc.raw.get(key), key)
 
 
+def _used_lists(doc: content.Doc) -> None:
+    """Every list in [lists] is referenced somewhere: one nobody reads is a phrase a
+    writer added believing it counts."""
+    shared = content.table(doc, doc.raw.get("lists", {}), "lists")
+    referred: set[str] = set()
+
+    def walk(value: object) -> None:
+        if isinstance(value, str) and value.startswith("@"):
+            referred.add(value[1:])
+        elif isinstance(value, dict):
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+
+    walk({k: v for k, v in doc.raw.items() if k != "lists"})
+    for name in shared:
+        if name not in referred:
+            raise doc.fail(f"lists.{name}", "no pattern list refers to it")
+
+
 def _catalogue() -> tuple[
     dict[str, StepSpec], dict[str, int], dict[str, re.Pattern[str]], dict[str, re.Pattern[str]]
 ]:
@@ -259,9 +299,11 @@ def _catalogue() -> tuple[
             "now",
             "again",
             "reply_voice",
+            "lists",
         ),
         "",
     )
+    _used_lists(doc)
     ttl: dict[str, int] = {}
     cues: dict[str, re.Pattern[str]] = {}
     clears: dict[str, re.Pattern[str]] = {}

@@ -1830,3 +1830,14 @@ def test_a_reply_is_read_under_the_conditions_its_step_was_blocked_with() -> Non
     assert [s for s, _ in steps.suggested_in_reply(reply, ["train_while_ill"])] == [
         "train_while_ill"
     ]
+
+
+def test_one_harm_list_serves_the_condition_and_the_meeting_alone() -> None:
+    # lists.harm_told is read by the abuse condition's cues and by the confront
+    # combination's objects: a harm told once in the data counts in both places.
+    told = "when we were kids my brother used to hold my head under the bath water"
+    assert "abuse" in steps.detect_conditions(told)
+    meeting = told + ". he's visiting and I'm going to get him on his own in the shed"
+    assert [h.spec.step_id for h in steps.step_screen(meeting, set()).hits] == [
+        "confront_abuser_alone"
+    ]
