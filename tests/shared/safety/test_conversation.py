@@ -1057,3 +1057,29 @@ def test_everyday_words_of_conversations_dev_round_20(said: str, family: str) ->
 
 def test_a_dental_bridge_is_no_means() -> None:
     assert "means" not in {f for f, _ in signs_in("Meine neue Zahnbrücke kommt morgen.")}
+
+
+@pytest.mark.parametrize("answer", ["nö. eher nicht", "Naa. Bin ned sicher.", "no. probably not"])
+def test_a_no_that_takes_itself_back_is_asked_again(answer: str) -> None:
+    # A no, then a hedge: as minimised as the hedge alone, so the question stays open.
+    assert classify_answer("suicide", answer) == "unclear"
+
+
+def test_thoughts_of_an_unnamed_it_are_asked_about_and_with_a_gun_are_a_crisis() -> None:
+    # "it" named by nobody: the direct question is how we learn what it is.
+    assert needs_check_in(Chat().say("ja. ich denke oft daran in der Nacht").screen)
+    # The same thoughts beside a weapon at hand: the warning pattern of thoughts with
+    # a means (C-SSRS level 3), a crisis reviewed as a plan.
+    chat = Chat()
+    chat.say("Bin Jäger, schlafe seit Monaten kaum.")
+    last = chat.say("Ja. Das Gewehr steht im Schrank, und ich denke jeden Abend daran.")
+    assert is_crisis(last.screen) and last.screen.plan  # type: ignore[attr-defined]
+
+
+def test_a_denial_that_names_the_word_and_a_course_given_up_are_believed() -> None:
+    chat = Chat()
+    chat.say("Mein Deutschkurs ist so schwer, ich will aufgeben.")
+    last = chat.say("Nein, nein. Ich will nur den Kurs aufgeben, nicht das Leben.")
+    assert not needs_check_in(last.screen) and not is_crisis(last.screen)  # type: ignore[attr-defined]
+    said = "Nein, wirklich nicht. Ich mein weg aus dieser Stadt. Mit Suizid hat das nix zu tun."
+    assert not is_crisis(Chat().say(said).screen)

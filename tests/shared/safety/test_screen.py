@@ -256,3 +256,16 @@ def test_burning_oneself_out_is_burnout_not_self_harm() -> None:
 def test_not_wanting_to_go_on_is_a_passive_wish(message: str, crisis: bool) -> None:
     found = screen_crisis(message)
     assert (found.category is CrisisCategory.SUICIDAL_IDEATION) is crisis, message
+
+
+def test_a_decision_and_a_bare_time_is_asked_and_a_decision_to_end_it_is_a_crisis() -> None:
+    ended = screen_crisis("Ich habe mir vorgenommen, es heute Nacht zu beenden.")
+    assert ended.category is CrisisCategory.SUICIDAL_IDEATION
+    # A decision and a time with nothing said of what: asked, not a crisis.
+    bare = screen_crisis("I've decided. Tonight.")
+    assert bare.category is CrisisCategory.NONE and bare.uncertain
+    # Said of something ordinary, it is ordinary.
+    assert not screen_crisis("I have decided. Tonight I start running every morning.").uncertain
+    # "Mit Suizid hat das nix zu tun": the word said only to deny it.
+    denied = screen_crisis("Ich mein weg aus dieser Stadt. Mit Suizid hat das nix zu tun.")
+    assert denied.category is CrisisCategory.NONE
