@@ -1083,3 +1083,23 @@ def test_a_denial_that_names_the_word_and_a_course_given_up_are_believed() -> No
     assert not needs_check_in(last.screen) and not is_crisis(last.screen)  # type: ignore[attr-defined]
     said = "Nein, wirklich nicht. Ich mein weg aus dieser Stadt. Mit Suizid hat das nix zu tun."
     assert not is_crisis(Chat().say(said).screen)
+
+
+def test_a_plan_told_as_errands_escalates_and_an_appointment_next_week_is_no_time() -> None:
+    # The allotment passed on, a burden, then the will signed and the day named.
+    chat = Chat()
+    chat.say("Wrote to the council today, passing my allotment on to the young couple next door.")
+    chat.say("Better they have it. I've been more trouble than I'm worth since the stroke.")
+    last = chat.say("Solicitor's been, will's signed. Sunday's the day, it's quiet then.")
+    assert is_crisis(last.screen)  # type: ignore[attr-defined]
+    # "Die Rente reicht nicht" is money, not a retirement that explains the pieces.
+    chat = Chat()
+    chat.say("Hab meine Werkzeuge alle dem Nachbarsjungen geschenkt.")
+    chat.say("Die Rente reicht hinten und vorne nicht. Ich lieg meinen Kindern nur auf der Tasche.")
+    said = "Die Papiere fürs Bestattungsinstitut hab ich unterschrieben. Nächsten Dienstag."
+    assert is_crisis(chat.say(said).screen)  # type: ignore[attr-defined]
+    # A no with an appointment next week is believed.
+    chat = Chat()
+    chat.say("Hab auf gar nix mehr Bock. Seit der Trennung ist alles grau.")
+    no = chat.say("Nein. Traurig ja, aber das nicht. Ab nächster Woche hab ich Termine.")
+    assert no.answered == "denied" and not is_crisis(no.screen)  # type: ignore[attr-defined]
