@@ -116,9 +116,17 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "eval"
 # 0.8290 / 0.8986 (257 caught, 29 false), trajectory 0.875 -> 0.892, affirmed 0.811 ->
 # 0.799 (two affirmed conversations now caught as a trajectory or missed, by the
 # retrain: the rules did not change between the two). Lowered with the reason here.
+# Rule rounds 21 and 22 (tuned on conversations dev 21 and 22) read the same heldout
+# figures as before them (swapped back, aggregate only). The openers reader retrained on
+# them (dev without two round-21 items that repeated a calibration and a heldout
+# conversation word for word): 0.8290 / 0.8986 (257 caught, 29 false), affirmed 0.805,
+# check-in answers 0.800 / 0.944, ordinary messages asked 35 of 1215 (37 before); the
+# first six rounds 0.855 / 0.905, the seventh 0.667 / 0.849. A retrain on the same rules
+# with those two items still in read 0.832 / 0.896: a reader moves two or three
+# conversations either way.
 HELDOUT_FLOOR_RECALL = 0.828
 HELDOUT_FLOOR_PRECISION = 0.898
-HELDOUT_FLOOR_AFFIRMED = 0.798
+HELDOUT_FLOOR_AFFIRMED = 0.804
 
 
 @pytest.fixture(scope="module")

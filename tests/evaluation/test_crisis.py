@@ -116,7 +116,10 @@ def test_eval_cli_calibration_split_lists_no_items(capsys: pytest.CaptureFixture
 # more everyday negatives; the crisis dev split itself did not change): 0.9143 / 0.9049 (352
 # caught, 37 false: two caught fewer). Lowered with the reason written here; the rules
 # of rounds 18 and 19 with the reader before read the same 0.9195 / 0.9054.
-HELDOUT_FLOOR_RECALL = 0.914
+# Retrained on the grown dev splits (steps rounds 21-22, conflicts round 13,
+# conversations rounds 21-22): 0.9169 / 0.9051 (353 caught, 37 false: one caught more,
+# by the retrain; the rules of conversations rounds 21-22 alone read the same 0.914).
+HELDOUT_FLOOR_RECALL = 0.916
 HELDOUT_FLOOR_PRECISION = 0.904
 
 

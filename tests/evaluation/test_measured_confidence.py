@@ -173,8 +173,17 @@ def test_calibrate_refuses_a_check_and_any_split_but_calibration(
 # Tuned on steps dev round 20 (fresh 0.981 / 0.809, confront 0.607: the harm past or
 # only remembered, the meeting planned in everyday terms) and retrained: 0.9484 /
 # 0.9089 (stop_medication 0.966, confront_abuser_alone 0.893), silent errors 5 of 512.
-STEPS_FLOORS = {"precision": 0.948, "recall": 0.908}
-STEP_RECALL_FLOORS = {"stop_medication": 0.965, "confront_abuser_alone": 0.892}
+# Tuned on steps dev rounds 21 (fresh confront 0.714) and 22 (fresh confront 0.562: the
+# meeting told as a favour or an errand), conflicts dev 13 and replies dev 14-16; the
+# rules alone read 0.9459 / 0.9142 (stop_medication 0.977, confront_abuser_alone
+# 0.905). Retrained: 0.9413 / 0.9168 (stop_medication 0.977, confront_abuser_alone
+# 0.917), exact 0.898, silent errors 5 of 512. Precision lowered with the reason
+# written here: the retrained reader found one more meeting alone and one more step at
+# the cost of three false blocks (one meeting, two stops; swapped back, aggregate only).
+# The protective trade, as before: a missed meeting alone with an abuser costs more than
+# a needless warning.
+STEPS_FLOORS = {"precision": 0.941, "recall": 0.916}
+STEP_RECALL_FLOORS = {"stop_medication": 0.976, "confront_abuser_alone": 0.916}
 
 
 def test_the_step_screen_holds_its_heldout_floors() -> None:

@@ -55,7 +55,9 @@ def test_stability_normalises_the_message_once(normalized_texts: list[str]) -> N
     state, payload = assess(before, None, message)
     assert payload.answered_check_in == "denied"
     assert "injury" in state.conditions
-    assert [b.step_id for b in payload.blocked_steps] == ["train_through_injury"]
+    # The rules' block; the learned reader may add its own reads of the first message
+    # (the retrained one reads "ich will einfach nicht mehr" as stopping medication).
+    assert "train_through_injury" in [b.step_id for b in payload.blocked_steps]
     assert normalized_texts == [ANSWER]
 
 
