@@ -542,7 +542,7 @@ def read_turn(
 # loss a recent message told: "my wife left" yesterday, "the flat is so quiet" today);
 # a means at hand only with a loss or a low state (a rope bought for a climbing
 # course asks nothing).
-_ASKING_FAMILIES = ("hopelessness", "burden", "thoughts", "loss", "low", "means")
+_ASKING_FAMILIES = ("hopelessness", "burden", "thoughts", "admission", "loss", "low", "means")
 
 
 def _asks_learned(found: Finding, message: NormalizedText) -> str | None:
@@ -576,11 +576,11 @@ def _asks_for(
     book: ConversationBook,
     message: NormalizedText,
 ) -> bool:
-    if families & {"hopelessness", "burden", "thoughts"}:
+    if families & {"hopelessness", "burden", "thoughts", "admission"}:
         # Thoughts of an unnamed "it" that come back ("ja, ich denke oft daran in der
-        # Nacht") are asked about like hopelessness: the direct question is how a
-        # clinician learns what "it" is, and a coach who meant something else answers
-        # it in a word.
+        # Nacht"), or an admission of how often ("more than I'd like to admit"), are
+        # asked about like hopelessness: the direct question is how a clinician learns
+        # what "it" is, and a coach who meant something else answers it in a word.
         return True
     if "loss" in families and _distinct("loss", message, book) >= 2:
         # Losses piling up in one message (the job and the flat, the course and the

@@ -1103,3 +1103,14 @@ def test_a_plan_told_as_errands_escalates_and_an_appointment_next_week_is_no_tim
     chat.say("Hab auf gar nix mehr Bock. Seit der Trennung ist alles grau.")
     no = chat.say("Nein. Traurig ja, aber das nicht. Ab nächster Woche hab ich Termine.")
     assert no.answered == "denied" and not is_crisis(no.screen)  # type: ignore[attr-defined]
+
+
+def test_an_admission_beside_a_yes_is_asked_about_and_never_a_plan() -> None:
+    # "more than I'd like to admit, yes" answers something we never asked: we ask it.
+    assert needs_check_in(Chat().say("more than I'd like to admit, yes").screen)
+    # Without the yes it is no sign, and beside a day it is still no plan: an admission
+    # is not a thought of it for the warning patterns. (The openers reader may still
+    # ask; that is its own, measured read.)
+    said = "I snack more than I'd like to admit, mostly on Sundays"
+    assert not signs_in(said)
+    assert not is_crisis(Chat().say(said).screen)  # type: ignore[attr-defined]
