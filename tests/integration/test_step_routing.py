@@ -123,24 +123,26 @@ async def test_a_confident_block_costs_no_model_call(
     ("user", "text", "outcome", "marker", "expected"),
     [
         # A step only the learned reader found: the model checks it.
-        ("nora", UNSEEN, "learned", "nightowl", {"sleep_deprivation"}),
-        # An uncertain "no step": neither reader found anything.
-        ("quinn", NEITHER, "none", "larkspur", {"sleep_deprivation"}),
+        ("nora", UNSEEN, ("learned",), "nightowl", {"sleep_deprivation"}),
+        # An uncertain "no step": neither reader found a step (the learned one may lean
+        # toward one under its bar: "none_doubt", measured lower still).
+        ("quinn", NEITHER, ("none", "none_doubt"), "larkspur", {"sleep_deprivation"}),
         # A step found beside another step domain (hit_more): the model adds the second.
-        ("pia", BESIDE, "hit_more", "saffron", {"quit_job_abruptly", "crash_diet"}),
+        ("pia", BESIDE, ("hit_more",), "saffron", {"quit_job_abruptly", "crash_diet"}),
     ],
 )
 async def test_an_answer_under_the_bar_reaches_the_model(
     stack: tuple[RunningStack, ScriptedLLM],
     user: str,
     text: str,
-    outcome: str,
+    outcome: tuple[str, ...],
     marker: str,
     expected: set[str],
 ) -> None:
     rs, llm = stack
     screen = step_screen(text)  # the premise, measured
-    assert screen.outcome == outcome and screen.confidence == measured("blocked_steps").of(outcome)
+    assert screen.outcome in outcome
+    assert screen.confidence == measured("blocked_steps").of(screen.outcome)
     assert screen.confidence < BAR
     result = await _stability_result(rs, user, text)
     assert [r for r in llm.requests if marker in r], f"the model never read {user}'s message"
