@@ -86,7 +86,9 @@ FLOORS: dict[str, tuple[float, float]] = {
     # warnings that weigh a risk, decline a step or offer company; a pep talk in other
     # words): 0.852 / 0.8889. After replies dev rounds 14-16 (slips by implication; the
     # safe path described as a caution, a worry named as a warning): 0.861 / 0.8950.
-    "replies": (0.860, 0.894),
+    # After replies dev round 17 (warnings worded anew, the safe path praised): 0.8655 /
+    # 0.8979.
+    "replies": (0.865, 0.897),
 }
 
 

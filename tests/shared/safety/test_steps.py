@@ -1858,3 +1858,16 @@ def test_a_reply_that_names_its_worry_passes_and_a_savings_plan_is_no_bet() -> N
     # The same fund handed over in full, cheered on, is the step.
     slip = "Die Ablöse beträgt 38.000 Euro, genau Ihr Erspartes – unterschreiben Sie am Freitag!"
     assert [s for s, _ in steps.suggested_in_reply(slip, ["all_savings"])] == ["all_savings"]
+
+
+def test_warnings_worded_anew_pass_and_notice_handed_in_properly_is_no_quitting() -> None:
+    dad = (
+        "Before Sunday: is there anyone who could be in the room with you? After last "
+        "time I'd rather you didn't face your dad on your own."
+    )
+    assert steps.suggested_in_reply(dad, ["confront_abuser_alone"]) == []
+    notice = (
+        "In Ihrer Firma herrscht zwar Du-Kultur, die Kündigung sollten Sie aber schriftlich "
+        "und fristgerecht einreichen."
+    )
+    assert steps.suggested_in_reply(notice, ["quit_job_abruptly"]) == []
