@@ -1108,6 +1108,11 @@ def test_a_plan_told_as_errands_escalates_and_an_appointment_next_week_is_no_tim
 def test_an_admission_beside_a_yes_is_asked_about_and_never_a_plan() -> None:
     # "more than I'd like to admit, yes" answers something we never asked: we ask it.
     assert needs_check_in(Chat().say("more than I'd like to admit, yes").screen)
+    # With the punctuation people end a sentence on, too (the yes at the end was once
+    # read only when nothing followed it).
+    for said in ("more than I'd like to admit, yes.", "Öfter, als ich zugeben würde. Ja!"):
+        assert [f for f, _ in signs_in(said)] == ["admission"], said
+        assert needs_check_in(Chat().say(said).screen), said
     # Without the yes it is no sign, and beside a day it is still no plan: an admission
     # is not a thought of it for the warning patterns. (The openers reader may still
     # ask; that is its own, measured read.)
