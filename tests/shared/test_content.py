@@ -8,7 +8,9 @@ import copy
 import dataclasses
 import importlib
 import re
+import tomllib
 from collections.abc import Callable, Iterator
+from importlib import resources
 from types import ModuleType
 from typing import Any, get_args
 
@@ -237,3 +239,34 @@ def test_synth_will_not_start_with_a_missing_sentence(monkeypatch: pytest.Monkey
         importlib.reload(render)
     monkeypatch.undo()
     importlib.reload(render)
+
+
+def _pattern_strings(node: object) -> Iterator[str]:
+    if isinstance(node, str):
+        yield node
+    elif isinstance(node, dict):
+        for value in node.values():
+            yield from _pattern_strings(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _pattern_strings(value)
+
+
+# An end-of-message anchor that is not looked ahead at ("\W*$" rather than "(?=\W*$)"),
+# in a pattern that closes on a word boundary: after "yes." the boundary can never hold
+# at the end of the message, so the alternative matches only messages without closing
+# punctuation. Six conversation cues were dead that way ("…, yes.", "wozu auch?").
+_BARE_END = re.compile(r"(?<!\(\?=)\\W\*\$")
+
+
+def test_no_pattern_anchors_the_message_end_before_a_closing_word_boundary() -> None:
+    root = resources.files("coachbus.content")
+    files = [root / "risky_steps.toml", *(root / "crisis").iterdir()]
+    found = []
+    for path in files:
+        if not path.name.endswith(".toml"):
+            continue
+        for pattern in _pattern_strings(tomllib.loads(path.read_text("utf-8"))):
+            if pattern.rstrip().endswith(r"\b") and _BARE_END.search(pattern):
+                found.append(f"{path.name}: {pattern[:80]}")
+    assert not found, found
