@@ -62,7 +62,12 @@ def test_shadow_writes_its_primary_pattern_on_the_board() -> None:
 
 def test_every_agent_names_what_shadow_names() -> None:
     board = _board_after_this_turn()
-    neutral = msg("Not much to report today, honestly.", turn="t11")
+    # A turn with no pattern cue of its own. (Not "Not much to report today, honestly.":
+    # the openers reader retrained on conversations dev rounds 23-24 asks our check-in
+    # about it, 0.953 over its bar of 0.95, a flat "nothing to report" being how many of
+    # its dev openers in distress begin; a measured false ask of the cheap tier, counted
+    # in the ordinary messages the conversation report says it asks.)
+    neutral = msg("Same as last week, nothing new.", turn="t11")
 
     profile, _ = persona_observe(None, board, neutral)
     assert profile.last_pattern is PatternClass.PERFECTIONISM
