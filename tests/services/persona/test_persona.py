@@ -137,9 +137,14 @@ def test_redelivery_is_idempotent() -> None:
         ("She says I'm her most reliable client ever.", False, True),
         ("Die Zwischenprüfung mit 1,7 bestanden.", False, True),
         ("Drei Monate nicht gefehlt, trotz Schicht.", False, True),
-        # Not a plan kept: a miss, a plain week.
+        # Conflicts dev rounds 14-15 (own wording): shipped every week, kept to it.
+        ("Shipped a release every single week since spring.", False, True),
+        ("Revision plan since October and I've actually kept to it.", False, True),
+        ("Nie a Rate verpasst, die Wohnung is abbezahlt.", False, True),
+        # Not a plan kept: a miss, a plain week, a plan not kept to.
         ("Missed two runs this week.", False, False),
         ("Work was busy, nothing much else.", False, False),
+        ("Made a revision plan but I haven't kept to it.", False, False),
     ],
 )
 def test_the_record_of_ambition_reads_goals_and_streaks(
