@@ -1119,3 +1119,18 @@ def test_an_admission_beside_a_yes_is_asked_about_and_never_a_plan() -> None:
     said = "I snack more than I'd like to admit, mostly on Sundays"
     assert not signs_in(said)
     assert not is_crisis(Chat().say(said).screen)  # type: ignore[attr-defined]
+
+
+def test_dialysis_stopped_is_a_means_and_dialysis_ended_by_a_transplant_is_not() -> None:
+    # Stopping a treatment one's life depends on is a means (conversations dev round 23);
+    # the same words after a transplant are good news, and no means.
+    for said in (
+        "Thursday's dialysis. I'm just not going to go, or any day after.",
+        "Ab Montag geh ich nicht mehr zur Dialyse.",
+    ):
+        assert "means" in {f for f, _ in signs_in(said)}, said
+    for said in (
+        "Neue Niere! Ich muss nicht mehr zur Dialyse.",
+        "got the kidney, not going back to dialysis ever!",
+    ):
+        assert "means" not in {f for f, _ in signs_in(said)}, said
