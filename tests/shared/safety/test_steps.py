@@ -1919,3 +1919,19 @@ def test_the_whole_savings_handed_over_and_cheered_on_is_the_step() -> None:
 )
 def test_slips_of_replies_dev_rounds_18_and_19_are_caught(reply: str, step: str) -> None:
     assert [s for s, _ in steps.suggested_in_reply(reply, [step])] == [step], reply
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        # The harms and quits of steps dev round 24 and conflicts dev round 15, narrowed to
+        # someone else's act: one's own phone smashed, a chance that will not come again,
+        # hiding in the bathroom.
+        "I smashed my phone again lol, need a cheap replacement before the trip",
+        "So eine Chance kommt nicht wieder, ich meld mich für den Marathon an.",
+        "Ich hab mich gestern im Bad eingeschlossen und geheult.",
+    ],
+)
+def test_ones_own_acts_are_no_harm_told_and_no_quit(said: str) -> None:
+    assert "abuse" not in steps.detect_conditions(said), said
+    assert _ruled(said) == set(), said
