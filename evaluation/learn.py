@@ -17,7 +17,7 @@ from typing import Final
 
 from coachbus.learned import BARS, LinearModel, choose_bar, digest, folds, train
 from coachbus.normalize import normalize
-from coachbus.safety.conversation import ASK, signs_in
+from coachbus.safety.conversation import ASK, left_to_learned, signs_in
 from coachbus.safety.screen import RISK
 from coachbus.safety.steps import CATALOGUE, detect_conditions, step_screen
 from evaluation.corpus import Split, load_raw
@@ -33,6 +33,19 @@ MIN_BAR: Final = 0.5
 # chatting about their week, it intrudes and wears out trust in the question itself,
 # so only one read in twenty may be wrong out of fold.
 CHECK_IN_PRECISION: Final = 0.95
+# The openers reader's reads become the same question, but only on first messages in
+# which the screen and every conversation rule saw nothing, and its precision is
+# measured there (:func:`coachbus.safety.conversation.left_to_learned`), not pooled
+# with the crisis corpus's plain risks that the rules catch before it is asked: pooled,
+# its out-of-fold reads at 0.95 looked one in ten wrong (0.90 precise); on the messages
+# it decides, one in three were (0.66; dev, December 2026). The target is four right
+# asks for every wrong one: the direct question is what good practice asks of an
+# ambiguous message and costs the person who did not need it a moment (the
+# crisis-screening notes: a missed crisis is the costly error, a gentle check-in costs
+# little), but asked of every heavy week it stops meaning anything. No bar tried
+# reaches it yet, so the highest is used (:func:`coachbus.learned.choose_bar`); the
+# precision reached is written beside the weights (``trained_on.out_of_fold``).
+OPENERS_PRECISION: Final = 0.8
 FOLDS: Final = 5
 
 
@@ -214,7 +227,8 @@ def train_openers(data: Path) -> LinearModel:
     targets = [{ASK} for _ in positives] + [set() for _ in negatives]
     trained_on = _provenance("conversations", data, len(asked) + len(coached), talk)
     trained_on["crisis_digest"] = digest((data / "crisis" / "dev.jsonl").read_text("utf-8"))
-    return _fit(texts, targets, [ASK], trained_on, min_precision=CHECK_IN_PRECISION)
+    decided = [left_to_learned(t) for t in positives + negatives]
+    return _fit(texts, targets, [ASK], trained_on, min_precision=OPENERS_PRECISION, scored=decided)
 
 
 def _fit(
@@ -224,7 +238,10 @@ def _fit(
     trained_on: dict[str, object],
     *,
     min_precision: float = MIN_PRECISION,
+    scored: Sequence[bool] | None = None,
 ) -> LinearModel:
+    """Train on everything; choose the bar on out-of-fold reads of the ``scored``
+    items only (all by default): the ones on which the reader's read decides."""
     out_of_fold: list[dict[str, float]] = [{} for _ in texts]
     for fold in folds(len(texts), FOLDS):
         held = set(fold)
@@ -237,7 +254,28 @@ def _fit(
     # was reached at 0.35, and there "ich will einfach nicht mehr" read as quitting a
     # job and "I'll put all my savings into it" as quitting one too.
     tried = [b for b in BARS if b >= MIN_BAR]
-    bar = choose_bar(out_of_fold, targets, min_precision=min_precision, bars=tried)
+    keep = [i for i in range(len(texts)) if scored is None or scored[i]]
+    bar = choose_bar(
+        [out_of_fold[i] for i in keep],
+        [targets[i] for i in keep],
+        min_precision=min_precision,
+        bars=tried,
+    )
+    # What the bar means, written beside it: the out-of-fold reads it was chosen on.
+    tp = fp = fn = 0
+    for i in keep:
+        found = {label for label, p in out_of_fold[i].items() if p >= bar}
+        tp += len(found & targets[i])
+        fp += len(found - targets[i])
+        fn += len(targets[i] - found)
+    trained_on = {
+        **trained_on,
+        "out_of_fold": {
+            "scored": len(keep),
+            "precision": round(tp / (tp + fp), 4) if tp + fp else None,
+            "recall": round(tp / (tp + fn), 4) if tp + fn else None,
+        },
+    }
     return train(texts, targets, labels, bar=bar, trained_on=trained_on)
 
 
@@ -246,6 +284,7 @@ TRAINERS = {"steps": train_steps, "crisis": train_crisis, "openers": train_opene
 __all__ = [
     "CHECK_IN_PRECISION",
     "MIN_PRECISION",
+    "OPENERS_PRECISION",
     "TRAINERS",
     "conversation_openers",
     "crisis_negatives",

@@ -130,9 +130,15 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "eval"
 # 0.8258 / 0.9014 (256 caught, 28 false: one caught fewer, one false alarm fewer),
 # affirmed 0.805, asked again when unclear 0.783 (from 0.761), ordinary messages asked
 # 37 of 1215. Lowered by one conversation with the reason written here.
-HELDOUT_FLOOR_RECALL = 0.825
-HELDOUT_FLOOR_PRECISION = 0.901
-HELDOUT_FLOOR_AFFIRMED = 0.804
+# Rule round 25 (tuned on conversations dev 25, a blind cross-section that read 0.683 /
+# 0.872 fresh) with the readers before: 0.829 / 0.902 (257 caught, 28 false), the first
+# rule round since round 20 to move a heldout figure. The readers retrained on it (and
+# on steps dev 25 as ordinary talk): 0.8355 / 0.9024 (259 caught, 28 false), affirmed
+# 0.811, asked again when unclear 0.761, critical when a plan is known 0.821,
+# ordinary messages asked 36 of 1215. Raised to what was measured.
+HELDOUT_FLOOR_RECALL = 0.835
+HELDOUT_FLOOR_PRECISION = 0.902
+HELDOUT_FLOOR_AFFIRMED = 0.811
 
 
 @pytest.fixture(scope="module")

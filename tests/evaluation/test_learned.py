@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from coachbus.learned import digest, shipped
+from coachbus.learned import BARS, digest, shipped
 from coachbus.safety.steps import CATALOGUE
 from evaluation import learn
 
@@ -57,6 +57,12 @@ def test_the_shipped_ask_reader_was_trained_on_the_dev_splits_as_they_are() -> N
     talk = learn.crisis_negatives(DATA)
     assert model.trained_on["everyday_digest"] == digest("\n".join(talk)), stale
     assert model.trained_on["split"] == "dev"
+    # Its bar was chosen on the first messages it decides (no rule read them), and the
+    # file says how precise its out-of-fold reads were there: at least the target,
+    # unless no bar reached it and the highest was taken.
+    measured = model.trained_on["out_of_fold"]
+    assert measured["scored"] > 0
+    assert measured["precision"] >= learn.OPENERS_PRECISION or model.bar == max(BARS)
 
 
 def test_openers_are_first_messages_and_look_alikes_are_no_coaching_example() -> None:

@@ -30,7 +30,7 @@ import re
 import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -545,13 +545,41 @@ def read_turn(
 _ASKING_FAMILIES = ("hopelessness", "burden", "thoughts", "admission", "loss", "low", "means")
 
 
+def _learned_may_read(found: Finding, message: NormalizedText) -> bool:
+    """Whether the learned reader of when we ask may read ``message``: the screen
+    found it clean, no guard set words aside, and it is long enough to carry evidence."""
+    return (
+        found.outcome == CLEAN
+        and not found.set_aside
+        and len(message.text.split()) >= LEARNED_MIN_WORDS
+    )
+
+
+# Any instant: a first message is read without a state, so no window depends on it.
+_FIRST_READ_AT = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def left_to_learned(text: str | NormalizedText, book: ConversationBook | None = None) -> bool:
+    """Whether the first message of a conversation is one that only the learned reader
+    of when we ask decides: the screen and every rule of the conversation reader saw
+    nothing in it (no crisis, no sign that asks, no warning pattern) and the reader
+    may read it. The messages on which that reader's precision is measured when it
+    is trained (`coachbus eval crisis --conversations --train`): on the others the
+    rules have decided before it is asked."""
+    message = normalized(text)
+    if not _learned_may_read(assess(message), message):
+        return False
+    return read_turn(None, message, "first", _FIRST_READ_AT, book=book).outcome in (
+        "message",
+        LEARNED_ASK,
+    )
+
+
 def _asks_learned(found: Finding, message: NormalizedText) -> str | None:
     """The learned read that our reply asks about a message the screen found clean
     (its evidence), or None: too short, words set aside by a guard, no reader shipped
     or a read under its bar."""
-    if found.outcome != CLEAN or found.set_aside:
-        return None
-    if len(message.text.split()) < LEARNED_MIN_WORDS:
+    if not _learned_may_read(found, message):
         return None
     reader = shipped("openers")
     if reader is None or reader.probabilities(message.text)[ASK] < reader.bar:
@@ -772,6 +800,7 @@ __all__ = [
     "conversation_book",
     "crisis_question",
     "fold_turn",
+    "left_to_learned",
     "open_question",
     "parse_conversation_book",
     "present_families",

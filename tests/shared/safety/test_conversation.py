@@ -14,6 +14,7 @@ from coachbus.safety.conversation import (
     classify_answer,
     conversation_book,
     fold_turn,
+    left_to_learned,
     open_question,
     read_turn,
     signs_in,
@@ -541,6 +542,32 @@ def test_the_learned_ask_leaves_ordinary_talk_alone(said: str) -> None:
     reading = read_turn(None, said, "t1", T0)
     assert reading.outcome != LEARNED_ASK
     assert not needs_check_in(reading.screen)
+
+
+@pytest.mark.parametrize(
+    ("said", "left"),
+    [
+        # No rule reads these: only the learned reader decides whether we ask (the
+        # heavy one above, asked, and plain coaching talk alike).
+        (
+            "lost my job today after 11 years. they walked me out with a cardboard box like "
+            "a criminal",
+            True,
+        ),
+        ("Can you help me plan my meals for the week? I want to eat more vegetables.", True),
+        # The rules decided: a sign that asks, a crisis, too few words to read.
+        ("I don't see the point in anything anymore.", False),
+        ("I want to kill myself tonight.", False),
+        ("lost my job", False),
+    ],
+)
+def test_left_to_learned_names_the_first_messages_only_the_learned_reader_decides(
+    said: str, left: bool
+) -> None:
+    # The population on which that reader's precision is measured when it is trained:
+    # pooled with the plain risks the rules catch first, its bar would look more
+    # precise than it is where it acts.
+    assert left_to_learned(said) is left
 
 
 def test_the_learned_ask_waits_for_an_answer_to_the_open_question() -> None:
