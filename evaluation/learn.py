@@ -35,16 +35,16 @@ MIN_BAR: Final = 0.5
 CHECK_IN_PRECISION: Final = 0.95
 # The openers reader's reads become the same question, but only on first messages in
 # which the screen and every conversation rule saw nothing, and its precision is
-# measured there (:func:`coachbus.safety.conversation.left_to_learned`), not pooled
-# with the crisis corpus's plain risks that the rules catch before it is asked: pooled,
-# its out-of-fold reads at 0.95 looked one in ten wrong (0.90 precise); on the messages
-# it decides, one in three were (0.66; dev, December 2026). The target is four right
-# asks for every wrong one: the direct question is what good practice asks of an
-# ambiguous message and costs the person who did not need it a moment (the
-# crisis-screening notes: a missed crisis is the costly error, a gentle check-in costs
-# little), but asked of every heavy week it stops meaning anything. No bar tried
-# reaches it yet, so the highest is used (:func:`coachbus.learned.choose_bar`); the
-# precision reached is written beside the weights (``trained_on.out_of_fold``).
+# measured there (:func:`coachbus.safety.conversation.left_to_learned`), not pooled with
+# the crisis corpus's plain risks that the rules catch before it is asked: pooled, its
+# out-of-fold reads at 0.95 looked one in ten wrong (0.90 precise); on the messages it
+# decides, one in three were (0.66 to 0.68; dev, December 2026). The target is four
+# right asks for every wrong one: the direct question is what good practice asks of an
+# ambiguous message and costs the person who did not need it a moment (the crisis-
+# screening notes: a missed crisis is the costly error, a gentle check-in costs little),
+# but asked of every heavy week it stops meaning anything. No bar tried reaches it yet,
+# so the highest is used (:func:`coachbus.learned.choose_bar`); the precision reached is
+# written beside the weights (``trained_on.out_of_fold``).
 OPENERS_PRECISION: Final = 0.8
 FOLDS: Final = 5
 

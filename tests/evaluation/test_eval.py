@@ -42,7 +42,9 @@ FLOORS: dict[str, tuple[float, float]] = {
     # same 0.898; the reader retrained on them: 0.8926 / 0.9245 (three steps fewer
     # found, a quit, an all-savings and a training-through-injury item, none of the two
     # most harmful; swapped back, aggregate only). Lowered with the reason written here.
-    "steps": (0.892, 0.924),
+    # Tuned on round 25 (fresh recall 0.953) and conflicts dev round 16, the reader
+    # retrained: 0.8945 / 0.9274. Raised to what was measured.
+    "steps": (0.894, 0.927),
     "register": (0.74, 0.86),
     "patterns": (0.83, 0.86),
     # Persona's record of ambition and follow-through (2026-12-03): 0.44 -> 0.55.
@@ -87,7 +89,10 @@ FLOORS: dict[str, tuple[float, float]] = {
     # the rules of these rounds with the step reader and its calibration before read
     # 0.752, so the retrain and its re-measured confidences cost them; swapped back,
     # aggregate only). Lowered with the reason written here.
-    "conflicts": (0.743, 0.779),
+    # After conflicts dev round 16 (steps the screen did not read: the lot on a coin,
+    # ibuprofen before class, knocked out, "ab sofort nicht mehr komme"), steps dev round
+    # 25 and the readers retrained: 0.7647 / 0.8012. Raised to what was measured.
+    "conflicts": (0.764, 0.801),
     # Heldout doubled with blind-written replies (2026-12-03), then the guard read the
     # reply with the step screen instead of markers alone: 0.62 -> 0.75 exact. Raised
     # to what 223 items read after replies dev round 2 (a blind heldout round of 60
@@ -198,8 +203,9 @@ def test_safety_over_ambition_is_recorded_when_persona_and_stability_meet() -> N
     # here (swapped back, aggregate only), as the same retrain found one more meeting
     # alone on the steps heldout. After conflicts dev rounds 14-15 and steps dev rounds
     # 23-24 the rules alone still read 62; the step reader retrained on them reads 61 of 78
-    # (0.782): lowered by that one item with the reason written here.
+    # (0.782): lowered by that one item with the reason written here. After conflicts dev
+    # round 16, steps dev round 25 and the readers retrained: 62 of 78 (0.795).
     rep = _heldout("conflicts").answers
     want = [a for a in rep if any(e.startswith("safety_over_ambition") for e in a.expected)]
     caught = sum(a.exact for a in want)
-    assert caught / len(want) >= 0.782, (caught, len(want))
+    assert caught / len(want) >= 0.794, (caught, len(want))
