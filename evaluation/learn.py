@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
-from coachbus.learned import BARS, LinearModel, choose_bar, digest, folds, train
+from coachbus.learned import BARS, LinearModel, choose_bar, digest, folds, tally, train
 from coachbus.normalize import normalize
 from coachbus.safety.conversation import ASK, left_to_learned, signs_in
 from coachbus.safety.screen import RISK
@@ -249,34 +249,36 @@ def _fit(
         model = train([texts[i] for i in rest], [targets[i] for i in rest], labels)
         for i in fold:
             out_of_fold[i] = model.probabilities(*texts[i])
+    bar, measured = bar_on(out_of_fold, targets, scored, min_precision=min_precision)
+    trained_on = {**trained_on, "out_of_fold": measured}
+    return train(texts, targets, labels, bar=bar, trained_on=trained_on)
+
+
+def bar_on(
+    out_of_fold: Sequence[dict[str, float]],
+    targets: Sequence[set[str]],
+    scored: Sequence[bool] | None,
+    *,
+    min_precision: float,
+) -> tuple[float, dict[str, object]]:
+    """The bar chosen on the out-of-fold reads of the ``scored`` items (all when None),
+    and what it means there, to be written beside it: how many items were scored and
+    the precision and recall their reads reach at the bar."""
+    keep = [i for i in range(len(out_of_fold)) if scored is None or scored[i]]
+    reads = [out_of_fold[i] for i in keep]
+    wanted = [targets[i] for i in keep]
     # A read counts only where the reader finds the step more likely than not: with
     # the dev split grown by steps whose words are distinctive, out-of-fold precision
     # was reached at 0.35, and there "ich will einfach nicht mehr" read as quitting a
     # job and "I'll put all my savings into it" as quitting one too.
     tried = [b for b in BARS if b >= MIN_BAR]
-    keep = [i for i in range(len(texts)) if scored is None or scored[i]]
-    bar = choose_bar(
-        [out_of_fold[i] for i in keep],
-        [targets[i] for i in keep],
-        min_precision=min_precision,
-        bars=tried,
-    )
-    # What the bar means, written beside it: the out-of-fold reads it was chosen on.
-    tp = fp = fn = 0
-    for i in keep:
-        found = {label for label, p in out_of_fold[i].items() if p >= bar}
-        tp += len(found & targets[i])
-        fp += len(found - targets[i])
-        fn += len(targets[i] - found)
-    trained_on = {
-        **trained_on,
-        "out_of_fold": {
-            "scored": len(keep),
-            "precision": round(tp / (tp + fp), 4) if tp + fp else None,
-            "recall": round(tp / (tp + fn), 4) if tp + fn else None,
-        },
+    bar = choose_bar(reads, wanted, min_precision=min_precision, bars=tried)
+    tp, fp, fn = tally(reads, wanted, bar)
+    return bar, {
+        "scored": len(keep),
+        "precision": round(tp / (tp + fp), 4) if tp + fp else None,
+        "recall": round(tp / (tp + fn), 4) if tp + fn else None,
     }
-    return train(texts, targets, labels, bar=bar, trained_on=trained_on)
 
 
 TRAINERS = {"steps": train_steps, "crisis": train_crisis, "openers": train_openers}
@@ -286,6 +288,7 @@ __all__ = [
     "MIN_PRECISION",
     "OPENERS_PRECISION",
     "TRAINERS",
+    "bar_on",
     "conversation_openers",
     "crisis_negatives",
     "everyday",

@@ -246,14 +246,23 @@ def choose_bar(
     the most recall. With no bar reaching it, the highest is returned.
     """
     for bar in sorted(bars):
-        tp = fp = 0
-        for probs, expected in zip(probabilities, targets, strict=True):
-            found = {label for label, p in probs.items() if p >= bar}
-            tp += len(found & expected)
-            fp += len(found - expected)
+        tp, fp, _ = tally(probabilities, targets, bar)
         if tp and tp / (tp + fp) >= min_precision:
             return bar
     return max(bars)
+
+
+def tally(
+    probabilities: Sequence[dict[str, float]], targets: Sequence[set[str]], bar: float
+) -> tuple[int, int, int]:
+    """True positives, false positives and false negatives of the reads at ``bar``."""
+    tp = fp = fn = 0
+    for probs, expected in zip(probabilities, targets, strict=True):
+        found = {label for label, p in probs.items() if p >= bar}
+        tp += len(found & expected)
+        fp += len(found - expected)
+        fn += len(expected - found)
+    return tp, fp, fn
 
 
 @cache
@@ -266,4 +275,4 @@ def shipped(name: str) -> LinearModel | None:
         return None
 
 
-__all__ = ["LinearModel", "choose_bar", "digest", "folds", "grams", "shipped", "train"]
+__all__ = ["LinearModel", "choose_bar", "digest", "folds", "grams", "shipped", "tally", "train"]

@@ -169,3 +169,19 @@ def test_ordinary_talk_leaves_out_turns_in_the_words_of_distress() -> None:
     ]
     assert distress and not set(distress) & set(talk)
     assert len(set(conflicts) & set(talk)) > len(conflicts) // 2
+
+
+def test_the_bar_is_chosen_on_the_scored_reads_only() -> None:
+    # Plain risks the rules catch first (not scored) read high and right; on the
+    # messages the reader alone decides, half its high reads are wrong. Pooled, 0.5
+    # would look precise enough; on the scored reads no bar is, so the highest is
+    # taken, and the record says what it reaches there.
+    plain = [({"ask": 0.99}, {"ask"})] * 8
+    decided = [({"ask": 0.99}, {"ask"}), ({"ask": 0.99}, set())]
+    reads = [r for r, _ in plain + decided]
+    targets = [t for _, t in plain + decided]
+    scored = [False] * len(plain) + [True] * len(decided)
+    assert learn.bar_on(reads, targets, None, min_precision=0.8)[0] == 0.5
+    bar, measured = learn.bar_on(reads, targets, scored, min_precision=0.8)
+    assert bar == max(BARS)
+    assert measured == {"scored": 2, "precision": 0.5, "recall": 1.0}

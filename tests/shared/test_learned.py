@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from coachbus.learned import NORM_FLOOR, LinearModel, choose_bar, folds, grams, train
+from coachbus.learned import NORM_FLOOR, LinearModel, choose_bar, folds, grams, tally, train
 
 pytestmark = pytest.mark.unit
 
@@ -95,3 +95,10 @@ def test_the_bar_is_the_lowest_that_reaches_the_precision() -> None:
     assert choose_bar(probs, targets, min_precision=0.9, bars=bars) == 0.5
     # None reaches it: the highest bar.
     assert choose_bar([{"a": 0.99}], [set()], min_precision=0.5) == 0.95
+
+
+def test_tally_counts_the_reads_at_a_bar() -> None:
+    probs = [{"a": 0.9, "b": 0.2}, {"a": 0.6, "b": 0.7}, {"a": 0.1, "b": 0.1}]
+    targets = [{"a"}, {"b"}, {"a"}]
+    assert tally(probs, targets, 0.5) == (2, 1, 1)
+    assert tally(probs, targets, 0.8) == (1, 0, 2)
