@@ -18,7 +18,13 @@ from typing import Literal
 
 from coachbus import content, ocean
 from coachbus.contracts.events import UserMessage
-from coachbus.contracts.payloads import PatternClass, PersonaPayload, Trait, TraitEstimate
+from coachbus.contracts.payloads import (
+    PLAN_IN_PLAY,
+    PatternClass,
+    PersonaPayload,
+    Trait,
+    TraitEstimate,
+)
 from coachbus.contracts.state import MAX_SESSIONS, Blackboard, PersonaProfile
 from coachbus.text import (
     DOMAIN_LABELS,
@@ -31,9 +37,6 @@ from coachbus.text import (
 )
 
 MAX_TRACKED_GOALS = 16
-# The stretch target when a record of ambition names no domain (labelled as the
-# generic "plan" in replies, coachbus.text.GENERIC_LABEL).
-PLAN_IN_PLAY = "plan"
 GOAL_SESSIONS_KEPT = 8
 # Trait levels (after shrinking toward 0.5 by confidence) that count as "high"/"low".
 HIGH = 0.57

@@ -22,6 +22,7 @@ from typing import Literal
 
 from coachbus.contracts.events import Conflict, PersonaResult, ShadowResult
 from coachbus.contracts.payloads import (
+    PLAN_IN_PLAY,
     BlockedStep,
     CoachingStrategy,
     FollowThroughPrediction,
@@ -90,6 +91,14 @@ def _clashes(block: BlockedStep, target: str, message: str | NormalizedText) -> 
         return True
     if block.domain is None:
         return True  # e.g. medication: any push is weighed against it
+    if target == PLAN_IN_PLAY:
+        # Persona pushes "the plan in play" when it reads a record but no goal: the
+        # plan the conversation is about, and a step blocked in it (this turn or
+        # carried) is part of that plan. "Signing friday", "I'm going anyway" after the
+        # loan or the fever told a turn before: the push would land on the step
+        # (conflicts dev round 18 and earlier: five such items). When unsure which
+        # plan Persona means, safety wins (the protective reading).
+        return True
     return target in _RELATED.get(block.domain, frozenset({block.domain}))
 
 

@@ -165,6 +165,11 @@ class ItemScore(_Model):
     evidence_count: int = Field(ge=0)
 
 
+# The stretch target when Persona reads a record of ambition but no goal or domain: the
+# plan the conversation is about (rendered as the generic "plan" in replies).
+PLAN_IN_PLAY: Final = "plan"
+
+
 class PersonaPayload(_Model):
     ocean: dict[Trait, TraitEstimate]
     items: list[ItemScore]
@@ -174,8 +179,8 @@ class PersonaPayload(_Model):
     sessions_seen: int = Field(ge=0)
     # Whether follow_through_pct is a trait-based guess, evidence, or a blend of both.
     follow_through_basis: Literal["prior", "blended", "evidence"] | None = None
-    # Goal ids Persona suggests stretching (its "push for ambition"); Synth weighs
-    # these against Stability's blocked steps and Shadow's patterns.
+    # Goal ids Persona suggests stretching (its "push for ambition"), or PLAN_IN_PLAY;
+    # Synth weighs these against Stability's blocked steps and Shadow's patterns.
     stretch_goals: list[str] = Field(default_factory=list)
     # Confidence of the OCEAN update as a whole (mean trait confidence), for the router.
     confidence: Score01 = Field(default=0.0, ge=0, le=1)

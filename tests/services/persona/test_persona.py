@@ -6,7 +6,8 @@ import pytest
 
 from coachbus.contracts.payloads import Trait
 from coachbus.contracts.state import Blackboard, PersonaProfile
-from services.persona.logic import PLAN_IN_PLAY, observe
+from coachbus.contracts.payloads import PLAN_IN_PLAY
+from services.persona.logic import observe
 from services.shadow.logic import observe as shadow_observe
 from tests.fixtures.agents import msg
 
@@ -141,8 +142,29 @@ def test_redelivery_is_idempotent() -> None:
         ("Shipped a release every single week since spring.", False, True),
         ("Revision plan since October and I've actually kept to it.", False, True),
         ("Nie a Rate verpasst, die Wohnung is abbezahlt.", False, True),
+        # Eleventh session (own wording): the record read by its shape, a frequency held
+        # over a time, a run unbroken, a qualification or a title won.
+        ("Swimming four mornings a week since September.", False, True),
+        ("Seit einem halben Jahr jeden Abend eine Stunde Vokabeln.", False, True),
+        ("Posted a video every Sunday for a year without missing one.", False, True),
+        ("Zehn Wochen ohne Pause durchtrainiert.", False, True),
+        ("Finished top of my year in the nursing course.", False, True),
+        ("Die Gesellenprüfung als Schreinerin hab ich letzten Sommer bestanden.", False, True),
+        ("Lost weight steadily, down from 96 kg to 81.", False, True),
+        ("Ned oa Probe ausglassn seit Oktober.", False, True),
+        # Conflicts dev round 18 (own wording): others' words and things won.
+        ("Made partner at the firm in June.", False, True),
+        ("My piano teacher cried after the recital.", False, True),
+        ("Der Trainer sagt, ich bin der zuverlässigste Spieler im Kader.", False, True),
+        ("Hab die Zwischenprüfung mit sehr gut bestanden.", False, True),
+        ("The shop passed 2,000 customers this spring.", False, True),
+        # Not a record: a superlative said of something else.
+        ("Das Beste wäre wohl, ich kündige einfach.", False, False),
+        ("I only want the best for my kids.", False, False),
         # Not a plan kept: a miss, a plain week, a plan not kept to.
         ("Missed two runs this week.", False, False),
+        ("I'm 100% sure the boss hates me.", False, False),
+        ("Two coffees a day, for years now, no idea why.", False, False),
         ("Work was busy, nothing much else.", False, False),
         ("Made a revision plan but I haven't kept to it.", False, False),
     ],

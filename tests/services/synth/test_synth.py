@@ -6,6 +6,7 @@ import pytest
 
 from coachbus.contracts.events import StabilityResult
 from coachbus.contracts.payloads import (
+    PLAN_IN_PLAY,
     BlockedStep,
     CoachingStrategy,
     CrisisCategory,
@@ -295,6 +296,19 @@ def test_a_step_the_learned_reader_reads_in_this_message_overrules_any_stretch()
     # A block remembered from an earlier turn, with nothing of it in this message,
     # still leaves a stretch in an unrelated domain alone.
     dropped, _ = safety_over_ambition("fitness", [spec.blocked(0.9)], "Good run today.")
+    assert not dropped
+
+
+def test_a_push_on_the_plan_in_play_yields_to_any_step_blocked_in_the_conversation() -> None:
+    # Persona reads a record but no goal, so it pushes "the plan in play": the plan the
+    # conversation is about. A loan blocked a turn before and "signing friday" now: the
+    # push would land on the step, so it is dropped. A named goal in an unrelated
+    # domain still keeps its stretch (conflicts dev round 18).
+    spec = CATALOGUE["debt_for_venture"]
+    dropped, found = safety_over_ambition(PLAN_IN_PLAY, [spec.blocked(0.7)], "signing friday")
+    assert dropped
+    assert [c.rule for c in found] == ["safety_over_ambition"]
+    dropped, _ = safety_over_ambition("fitness", [spec.blocked(0.7)], "signing friday")
     assert not dropped
 
 
