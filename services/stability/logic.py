@@ -122,6 +122,16 @@ def assess(
         # whether or not the user raised it.
         spec = CATALOGUE["confront_abuser_alone"]
         hits.append(StepHit(spec, "abuse disclosed", 0.8))
+    # A block carried from an earlier turn ends when this message tells that step as
+    # safely arranged ("saw my GP and we agreed a slow taper" after "I'd like to come
+    # off it"): the person is no longer heading for it alone, and the coach may back
+    # the doctor's plan. Only the step's own arrangement counts, and only without
+    # defiance after it (StepSpec.arranged); a step heading here again is blocked
+    # again by its trigger (conflicts dev, eleventh session: two doctor-led tapers
+    # kept a block the first turn had set).
+    for step_id in [k for k in s.active_blocks if k not in found and k in CATALOGUE]:
+        if CATALOGUE[step_id].arranged(said.text):
+            del s.active_blocks[step_id]
     for h in hits:
         s.active_blocks[h.spec.step_id] = ActiveBlock(
             step_id=h.spec.step_id,

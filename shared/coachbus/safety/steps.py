@@ -104,6 +104,9 @@ class StepSpec:
     # physio's plan): a hit is dropped when one of these is said and no defiance
     # ("but", "anyway") follows it.
     safe: re.Pattern[str] | None = None
+    # A past the message tells is the harm this step answers, never the step told as
+    # over (``past = "harm"`` in the data): see ``confront_abuser_alone``.
+    past_is_harm: bool = False
 
     @property
     def priority(self) -> int:
@@ -123,18 +126,29 @@ class StepSpec:
         m = self.triggers.search(said)
         combos = (c.search(said, held) for c in self.combos)
         found = m.group(0) if m else next(filter(None, combos), None)
-        if found is None or self._arranged(said) or _REFUSAL.search(said) or _over(said):
+        if found is None or self.arranged(said) or _REFUSAL.search(said):
+            return None
+        if not self.past_is_harm and _over(said):
             return None
         return found
 
-    def _arranged(self, said: str) -> bool:
+    def arranged(self, said: str) -> bool:
+        """Whether ``said`` (normalised) tells this step as safely arranged (a
+        doctor-led taper, a signed contract) and does not then defy it."""
         if self.safe is None:
             return False
         cue = self.safe.search(said)
+        if cue is None:
+            return False
+        # "Haven't shown it to my accountant, she'll only slow me down": a helper
+        # named but kept out arranges nothing.
+        near = said[max(0, cue.start() - _UNINVOLVED_REACH) : cue.end() + _UNINVOLVED_REACH]
+        if _UNINVOLVED.search(near) and not _HELPER_OF_ANOTHER.search(near):
+            return False
         # "The physio said three weeks rest, but I'm benching tomorrow": a safe
         # arrangement the person then defies is no arrangement. When unsure, the
         # hit stands (the protective reading).
-        return cue is not None and not _DEFIANCE.search(said, cue.end())
+        return not _DEFIANCE.search(said, cue.end())
 
     def risk(self) -> Risk:
         return Risk(
@@ -160,7 +174,7 @@ class StepSpec:
 _STEP_KEYS = (
     *("id", "domain", "step", "reason", "severity", "detectability", "reversibility"),
     *("needs_condition", "reveals", "approach", "triggers", "markers", "safer"),
-    *("combo", "safe"),
+    *("combo", "safe", "past"),
 )
 _COMBO_KEYS = ("act", "object", "window", "needs")
 
@@ -226,6 +240,9 @@ def _step(doc: content.Doc, value: object, at: str, conditions: set[str]) -> Ste
     approach = raw.get("approach")
     if approach not in ("venture", "care"):
         raise doc.fail(f"{at}.approach", f'{approach!r}: must be "venture" or "care"')
+    past = raw.get("past", "over")
+    if past not in ("over", "harm"):
+        raise doc.fail(f"{at}.past", f'{past!r}: must be "over" or "harm"')
     markers = content.texts(doc, raw.get("markers"), f"{at}.markers")
     for k, m in enumerate(markers):
         if m != m.strip().lower():
@@ -249,6 +266,7 @@ def _step(doc: content.Doc, value: object, at: str, conditions: set[str]) -> Ste
         needs_condition=content.text(doc, needs, f"{at}.needs_condition") if needs else "",
         reveals=reveals,
         approach=approach,
+        past_is_harm=past == "harm",
         **frame,
     )
 
@@ -291,6 +309,8 @@ def _catalogue() -> tuple[
             "step",
             "condition",
             "defiance",
+            "uninvolved",
+            "helper_of_another",
             "refusal",
             "warning",
             "endorsement",
@@ -326,6 +346,11 @@ def _catalogue() -> tuple[
 
 # Words that turn a safe arrangement said before them into one the person defies.
 _DEFIANCE = _top("defiance")
+# A helper named but kept out of it, near a safe arrangement's cue.
+_UNINVOLVED = _top("uninvolved")
+_HELPER_OF_ANOTHER = _top("helper_of_another")
+# How near (characters either side of the cue) a helper's being kept out counts.
+_UNINVOLVED_REACH = 60
 # A step refused outright, or someone else's plan ("I'd never stop my meds without
 # Dr. K", "my girlfriend wants to quit her job"): no step of the person's own.
 _REFUSAL = _top("refusal")
@@ -523,7 +548,7 @@ def _learned_steps(
             continue
         if spec.needs_condition and spec.needs_condition not in here:
             continue
-        if spec._arranged(said):
+        if spec.arranged(said):
             continue
         if p < bar:
             # Doubt needs evidence: half the bar, and odds at least e times the

@@ -141,6 +141,21 @@ def test_an_all_clear_ends_the_block_that_rested_on_the_injury() -> None:
     assert "train_through_injury" not in {b.step_id for b in out.blocked_steps}
 
 
+def test_a_step_told_as_safely_arranged_ends_the_block_an_earlier_turn_set() -> None:
+    # "Come off it" told first blocks stopping the medication; the doctor's taper told
+    # next is that step arranged safely, so the carried block ends (and the coach may
+    # back the doctor's plan). Defied, the arrangement is no arrangement.
+    state, _ = assess(None, None, msg("I want to come off my sertraline soon.", turn="t1"))
+    assert "stop_medication" in state.active_blocks
+    arranged = "My GP and I agreed a slow taper over ten weeks with a review each month."
+    after, out = assess(state, None, msg(arranged, turn="t2"))
+    assert "stop_medication" not in after.active_blocks
+    assert "stop_medication" not in {b.step_id for b in out.blocked_steps}
+    defied = "My GP wants a slow taper over ten weeks, but I'm stopping it all on Friday anyway."
+    after, out = assess(state, None, msg(defied, turn="t2"))
+    assert "stop_medication" in {b.step_id for b in out.blocked_steps}
+
+
 def test_a_remembered_condition_guards_its_step_on_every_later_turn() -> None:
     # Told once, weeks of turns later a reply must still not suggest training hard.
     state, _ = assess(None, None, msg("My knee injury is acting up again."))

@@ -563,10 +563,85 @@ def test_a_word_or_two_is_no_step_for_the_learned_reader(said: str) -> None:
         "Min Ex het mi jahrelang gschlage. Morn gang i zu ihm hei und säg ihm alles.",
         # A new intention after a past told ("damals"): not a past that is over.
         "Mein Ex hat mich damals gewürgt. Jetzt will ich ihn treffen, nur wir zwei.",
+        # Steps dev round 26 (own wording): money kept from the person, fear of a temper,
+        # a "no" overridden, and an old harm with a meeting wanted now.
+        "He keeps my whole salary and I get scolded for buying shoes. Sunday I'm sitting "
+        "him down alone to say it stops.",
+        "She gets nasty when anyone argues back. Tonight I'll have it out with her, just me.",
+        "Sie hat alle Karten, ich muss um jeden Cent fragen. Samstag sag ich ihr, dass "
+        "ich ein eigenes Konto will, nur wir zwei.",
+        "Er hat weitergemacht, obwohl ich nein gesagt hab. Morgen fahr ich zu ihm hin.",
+        "My uncle used to beat me when I stayed there. I'm 30 now and I want to go see "
+        "him on my own.",
     ],
 )
 def test_meeting_someone_who_hurt_you_told_in_the_same_message(text: str) -> None:
     assert "confront_abuser_alone" in _ruled(text, frozenset()), text
+
+
+def test_a_helper_who_is_away_or_not_told_arranges_nothing() -> None:
+    # "Therapist" is a safe arrangement only when they take part; away or kept in the
+    # dark, the meeting is still alone (steps dev round 26).
+    away = "My counsellor is fine but my therapist is away, so I'll confront him Friday."
+    untold = "Ich stell ihn am Freitag zur Rede, meine Therapeutin weiß nichts davon."
+    present = "My therapist will be in the room when I confront him on Friday."
+    assert "confront_abuser_alone" in _ruled(away, frozenset({"abuse"}))
+    assert "confront_abuser_alone" in _ruled(untold, frozenset({"abuse"}))
+    assert "confront_abuser_alone" not in _ruled(present, frozenset({"abuse"}))
+
+
+def test_an_adviser_kept_out_of_a_plan_makes_it_no_safer() -> None:
+    # Own wording: the adviser named, then kept out ("won't run it by", "frag ich
+    # nicht"), is no arrangement; someone else's helper ("her doctor") is not this
+    # check's to read (steps dev en-0959 stays a worried friend's question).
+    kept_out = (
+        "Signing the 80k business loan on Monday, I won't run it by my accountant, "
+        "she'd only slow me down."
+    )
+    assert "debt_for_venture" in _ruled(kept_out, frozenset())
+    friend = (
+        "My sister stopped her lithium and won't tell her doctor. How do I raise it "
+        "with her gently?"
+    )
+    assert "stop_medication" not in _ruled(friend, frozenset())
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # Steps dev round 27 (own wording): the past told is the harm, the meeting is now.
+        "Back then my stepmother used to hit me. Years later she asked to meet, I said "
+        "yes, we're meeting at her flat next weekend.",
+        "Früher hat mich mein Onkel geschlagen. Jetzt will ich ihn am Samstag besuchen "
+        "und ihm sagen, was er getan hat.",
+    ],
+)
+def test_an_old_harm_does_not_make_a_meeting_now_a_past_that_is_over(text: str) -> None:
+    assert "confront_abuser_alone" in _ruled(text, frozenset()), text
+
+
+def test_a_step_past_must_be_over_or_harm() -> None:
+    assert steps.CATALOGUE["confront_abuser_alone"].past_is_harm
+    assert not steps.CATALOGUE["quit_job_abruptly"].past_is_harm
+    # A quit told as over stays no step (the `past` reading still holds for it).
+    said = "I quit my job last year with nothing lined up, employed again since March."
+    assert "quit_job_abruptly" not in _ruled(said, frozenset())
+
+
+def test_enough_sleep_or_a_race_withdrawn_from_is_no_step() -> None:
+    # Conflicts dev (eleventh session): said outright, the safe version clears the
+    # step's reading, a learned one included.
+    enough = "Ich lern jeden Tag zwei Stunden und schlaf trotzdem genug."
+    withdrawn = "Ich hab 38,5 Fieber. Hab mich abgemeldet, die Startgebühr ist halt weg."
+    assert all(h.spec.step_id != "sleep_deprivation" for h in steps.step_screen(enough).hits)
+    assert all(h.spec.step_id != "train_while_ill" for h in steps.step_screen(withdrawn).hits)
+
+
+def test_a_boss_who_shouted_is_not_read_as_abuse() -> None:
+    # Shouting alone tells no abuse: walking out on a job after it is quitting, not a
+    # confrontation alone (steps dev en-0990, conflicts dev de-0290).
+    said = "My manager yelled at me and my business partner hat mich angeschrien."
+    assert "abuse" not in steps.detect_conditions(said)
 
 
 def test_a_meeting_with_a_mediator_between_is_no_confrontation_alone() -> None:
