@@ -49,6 +49,9 @@ SAFETY_MODE_NAMES: dict[str, str] = {
 FOLLOW_THROUGH_GAP = 20
 # Challenge Plasticity may ask for while a risky step is on the table.
 SAFE_CHALLENGE = 0.3
+# Severity (the catalogue's 1-5 risk frame) from which a blocked step outweighs a
+# stretch on any goal.
+GRAVE = 5
 # Shadow's patterns that argue against stretching a goal right now.
 AGAINST_STRETCH = (
     PatternClass.OVERCOMMITMENT,
@@ -91,6 +94,14 @@ def _clashes(block: BlockedStep, target: str, message: str | NormalizedText) -> 
         return True
     if block.domain is None:
         return True  # e.g. medication: any push is weighed against it
+    if spec is not None and spec.severity >= GRAVE:
+        # A step that can cost a life or a livelihood (confronting an abuser alone, all
+        # the savings, stopping heavy drinking at once): no bolder commitment is pushed
+        # anywhere on a turn it is blocked. Persona's goal on such a turn is often the
+        # step itself, read as a goal ("I want to drive up next weekend and say
+        # everything"; conflicts dev: three confrontations whose stretch was such a
+        # goal). The protective reading.
+        return True
     if target == PLAN_IN_PLAY:
         # Persona pushes "the plan in play" when it reads a record but no goal: the
         # plan the conversation is about, and a step blocked in it (this turn or

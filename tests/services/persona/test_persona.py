@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from coachbus.contracts.payloads import Trait
+from coachbus.contracts.payloads import PLAN_IN_PLAY, Trait
 from coachbus.contracts.state import Blackboard, PersonaProfile
-from coachbus.contracts.payloads import PLAN_IN_PLAY
 from services.persona.logic import observe
 from services.shadow.logic import observe as shadow_observe
 from tests.fixtures.agents import msg

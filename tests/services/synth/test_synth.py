@@ -312,6 +312,19 @@ def test_a_push_on_the_plan_in_play_yields_to_any_step_blocked_in_the_conversati
     assert not dropped
 
 
+def test_a_grave_step_blocked_outweighs_a_stretch_on_any_goal() -> None:
+    # Confronting an abuser alone (severity 5) is blocked: no bolder commitment is
+    # pushed anywhere that turn, even on a goal that is the meeting itself read as a
+    # goal. A lesser step in another domain leaves an unrelated stretch alone.
+    grave = CATALOGUE["confront_abuser_alone"]
+    dropped, found = safety_over_ambition("goal:drive-up", [grave.blocked(0.8)], "nobody comes")
+    assert dropped
+    assert [c.rule for c in found] == ["safety_over_ambition"]
+    lesser = CATALOGUE["sleep_deprivation"]
+    dropped, _ = safety_over_ambition("relationships", [lesser.blocked(0.8)], "nobody comes")
+    assert not dropped
+
+
 def test_a_stop_of_drinking_told_turns_after_the_heavy_drinking_overrules_any_stretch() -> None:
     # Conflicts dev rounds 6 and 7: the drinking was told turns before; the block it
     # made stands for it, so the stop said now heads for the blocked step whatever the
