@@ -141,8 +141,13 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "eval"
 # openers reader alone moved it (swapped back, aggregate only): a retrain on a little
 # more ordinary talk moves three to five conversations, the spread of the training
 # itself. Lowered to what was measured, with the reason written here.
-HELDOUT_FLOOR_RECALL = 0.825
-HELDOUT_FLOOR_PRECISION = 0.895
+# No conversation rule changed in the eleventh session; the readers were retrained
+# because their ordinary talk grew (steps dev 26-27, conflicts dev 17-18) and the
+# abuse cues that keep disclosures out of it changed: 0.8290 / 0.9049 (257 caught, 27
+# false), affirmed 0.799, asked again when unclear 0.761, critical when a plan is known
+# 0.833, ordinary messages asked 32 of 1215. Raised to what was measured.
+HELDOUT_FLOOR_RECALL = 0.829
+HELDOUT_FLOOR_PRECISION = 0.904
 HELDOUT_FLOOR_AFFIRMED = 0.798
 
 
