@@ -145,7 +145,9 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "eval"
 # because their ordinary talk grew (steps dev 26-27, conflicts dev 17-18) and the
 # abuse cues that keep disclosures out of it changed: 0.8290 / 0.9049 (257 caught, 27
 # false), affirmed 0.799, asked again when unclear 0.761, critical when a plan is known
-# 0.833, ordinary messages asked 32 of 1215. Raised to what was measured.
+# 0.833, ordinary messages asked 32 of 1215. Raised to what was measured. Retrained once
+# more with steps dev 28 and conflicts dev 19 in the ordinary talk: the same 0.8290 /
+# 0.9049, ordinary messages asked 37 of 1215.
 HELDOUT_FLOOR_RECALL = 0.829
 HELDOUT_FLOOR_PRECISION = 0.904
 HELDOUT_FLOOR_AFFIRMED = 0.798

@@ -43,8 +43,11 @@ FLOORS: dict[str, tuple[float, float]] = {
     # found, a quit, an all-savings and a training-through-injury item, none of the two
     # most harmful; swapped back, aggregate only). Lowered with the reason written here.
     # Tuned on round 25 (fresh recall 0.953) and conflicts dev round 16, the reader
-    # retrained: 0.8945 / 0.9274. Raised to what was measured.
-    "steps": (0.894, 0.927),
+    # retrained: 0.8945 / 0.9274. Raised to what was measured. Tuned on rounds 26 and 27
+    # (fresh recall 0.855 and 0.917; confronting an abuser 0.679 and 0.821) and the
+    # reader retrained on them and on round 28: 0.9023 / 0.9314. Raised to what was
+    # measured.
+    "steps": (0.902, 0.931),
     "register": (0.74, 0.86),
     "patterns": (0.83, 0.86),
     # Persona's record of ambition and follow-through (2026-12-03): 0.44 -> 0.55.
@@ -91,8 +94,11 @@ FLOORS: dict[str, tuple[float, float]] = {
     # aggregate only). Lowered with the reason written here.
     # After conflicts dev round 16 (steps the screen did not read: the lot on a coin,
     # ibuprofen before class, knocked out, "ab sofort nicht mehr komme"), steps dev round
-    # 25 and the readers retrained: 0.7647 / 0.8012. Raised to what was measured.
-    "conflicts": (0.764, 0.801),
+    # 25 and the readers retrained: 0.7647 / 0.8012. Raised to what was measured. After
+    # conflicts dev rounds 17-18, steps dev rounds 26-27 and the readers retrained (and
+    # once more with steps dev 28 and conflicts dev 19): 0.7731 / 0.8071. Raised to what
+    # was measured.
+    "conflicts": (0.773, 0.807),
     # Heldout doubled with blind-written replies (2026-12-03), then the guard read the
     # reply with the step screen instead of markers alone: 0.62 -> 0.75 exact. Raised
     # to what 223 items read after replies dev round 2 (a blind heldout round of 60
@@ -204,8 +210,13 @@ def test_safety_over_ambition_is_recorded_when_persona_and_stability_meet() -> N
     # alone on the steps heldout. After conflicts dev rounds 14-15 and steps dev rounds
     # 23-24 the rules alone still read 62; the step reader retrained on them reads 61 of 78
     # (0.782): lowered by that one item with the reason written here. After conflicts dev
-    # round 16, steps dev round 25 and the readers retrained: 62 of 78 (0.795).
+    # round 16, steps dev round 25 and the readers retrained: 62 of 78 (0.795). After
+    # conflicts dev rounds 17-18 and steps dev rounds 26-27 (Persona's record read by its
+    # shape, the plan in play and grave steps outweighing a stretch, the step rule
+    # round), the rules alone read 66 of 78; the step reader retrained on them 65 of 78
+    # (0.833), and once more with steps dev 28 and conflicts dev 19 in its data the same
+    # 65. Raised to what was measured.
     rep = _heldout("conflicts").answers
     want = [a for a in rep if any(e.startswith("safety_over_ambition") for e in a.expected)]
     caught = sum(a.exact for a in want)
-    assert caught / len(want) >= 0.794, (caught, len(want))
+    assert caught / len(want) >= 0.833, (caught, len(want))

@@ -194,8 +194,16 @@ def test_calibrate_refuses_a_check_and_any_split_but_calibration(
 # Steps dev round 25 and conflicts dev round 16, the reader retrained and the
 # calibration re-measured: 0.9410 / 0.9141 (stop_medication and confront_abuser_alone
 # as before), silent errors 5 of 512.
-STEPS_FLOORS = {"precision": 0.940, "recall": 0.914}
-STEP_RECALL_FLOORS = {"stop_medication": 0.976, "confront_abuser_alone": 0.916}
+# Tuned on steps dev rounds 26-27 (fresh recall 0.855 and 0.917; confront_abuser_alone
+# 0.679 and 0.821: abuse told as money kept or a temper feared, and an old harm beside
+# a meeting now, which the past-that-is-over guard had read as the meeting over): the
+# rules alone read 0.9413 / 0.9193 (confront_abuser_alone 0.917 -> 0.940, 79 of 84).
+# Retrained on them: 0.9435 / 0.9141 (stop_medication 0.966: one lost by the retrain);
+# retrained once more with steps dev 28 and conflicts dev 19 in its data and the
+# calibration re-measured: 0.9439 / 0.9193 (stop_medication 0.989, 86 of 87;
+# confront_abuser_alone 0.940), silent errors 5 of 512. Raised to what was measured.
+STEPS_FLOORS = {"precision": 0.943, "recall": 0.919}
+STEP_RECALL_FLOORS = {"stop_medication": 0.988, "confront_abuser_alone": 0.940}
 
 
 def test_the_step_screen_holds_its_heldout_floors() -> None:
