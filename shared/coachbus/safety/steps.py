@@ -315,6 +315,7 @@ def _catalogue() -> tuple[
             "warning",
             "endorsement",
             "caution",
+            "safe_path_dismissed",
             "past",
             "now",
             "again",
@@ -364,6 +365,8 @@ _ENDORSEMENT = _top("endorsement")
 # A reply weighing a cost or steering elsewhere: its risky object alone is no
 # suggestion (an endorsement still is).
 _CAUTION = _top("caution")
+# The safe path named only to be passed over: no warning (see the data).
+_DISMISSED = _top("safe_path_dismissed")
 
 
 def _reply_voice() -> tuple[tuple[re.Pattern[str], str], ...]:
@@ -609,7 +612,7 @@ def suggested_in_reply(
         sentences = sentences[:-1]
     found: dict[str, str] = {}
     for sentence in sentences:
-        if _WARNING.search(sentence):
+        if _warns(sentence):
             conceded = _after_concession(sentence)
             if conceded is None:
                 continue
@@ -624,7 +627,7 @@ def suggested_in_reply(
             if words and spec.step_id not in found:
                 found[spec.step_id] = words
     whole = " ".join(sentences)
-    if whole and not _WARNING.search(whole):
+    if whole and not _warns(whole):
         # A suggestion spread over sentences ("The fee is 14k. Your fund is 14k."), or
         # carried by the step's risky object in a reply that warns about nothing and
         # endorses ("you deserve to bet on yourself … the savings") or weighs nothing.
@@ -651,6 +654,12 @@ def suggested_in_reply(
             if words:
                 found[spec.step_id] = words
     return list(found.items())
+
+
+def _warns(text: str) -> bool:
+    """Whether a reply's ``text`` warns, the safe path passed over ("instead of saving
+    for years") set aside first."""
+    return _WARNING.search(_DISMISSED.sub(" ", text)) is not None
 
 
 # The turn of a concession: "maybe it's a little risky, but …", "klar ist das riskant,
