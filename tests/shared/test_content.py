@@ -209,6 +209,11 @@ def test_a_broken_catalogue_names_the_step(monkeypatch: pytest.MonkeyPatch) -> N
     )
     with pytest.raises(C.ContentError, match=r"step\[0\].combo\[0\].needs: 'y' is not a \["):
         steps._catalogue()
+    # A step's past is read as over or as the harm: anything else names its place.
+    monkeypatch.undo()
+    _broken(monkeypatch, "risky_steps.toml", lambda raw: raw["step"][0].update(past="later"))
+    with pytest.raises(C.ContentError, match=r"step\[0\].past: 'later': must be \"over\" or"):
+        steps._catalogue()
 
 
 def test_a_shared_pattern_list_must_exist_and_be_read(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -157,6 +157,11 @@ def test_redelivery_is_idempotent() -> None:
         ("Der Trainer sagt, ich bin der zuverlässigste Spieler im Kader.", False, True),
         ("Hab die Zwischenprüfung mit sehr gut bestanden.", False, True),
         ("The shop passed 2,000 customers this spring.", False, True),
+        # Own wording: praise, a lead role, a plan kept as planned, growth.
+        ("Die Chefin hat mich vor dem ganzen Team gelobt.", False, True),
+        ("Got the lead role in the school play!", False, True),
+        ("Alles lief genau wie ich es geplant habe.", False, True),
+        ("Unser Umsatz ist um 40 Prozent gestiegen.", False, True),
         # Not a record: a superlative said of something else.
         ("Das Beste wäre wohl, ich kündige einfach.", False, False),
         ("I only want the best for my kids.", False, False),

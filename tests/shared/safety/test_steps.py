@@ -207,6 +207,24 @@ def test_the_safe_path_passed_over_in_a_reply_is_no_warning() -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    ("reply", "step_id"),
+    [
+        # Replies dev round 23 (own wording): warnings the guard had read as going along.
+        ("Mit 38,9 Fieber bitte morgen keinen Wettkampf, auch keinen kurzen.", "train_while_ill"),
+        ("Lass die Tabletten nicht auf eigene Faust weg.", "stop_medication"),
+        ("Nur noch einmal am Tag essen bis zur Hochzeit, des würd i lassen.", "crash_diet"),
+        (
+            "Taping it and popping painkillers would just hide the knee pain. "
+            "Pool session instead?",
+            "train_through_injury",
+        ),
+    ],
+)
+def test_a_reply_warning_in_its_own_words_suggests_nothing(reply: str, step_id: str) -> None:
+    assert steps.suggested_in_reply(reply, [step_id]) == []
+
+
 def test_a_blocked_steps_object_in_a_reply_that_weighs_nothing_is_a_suggestion() -> None:
     # No sentence spells the step out, no endorsement word: the blocked step's risky
     # object in a reply that neither warns, weighs a cost nor steers elsewhere is
