@@ -2063,3 +2063,68 @@ def test_a_soft_hedge_that_concedes_the_risk_and_endorses_is_the_slip(
 ) -> None:
     found = [s for s, _ in steps.suggested_in_reply(reply, ["confront_abuser_alone"])]
     assert found == (["confront_abuser_alone"] if suggested else []), reply
+
+
+@pytest.mark.parametrize(
+    ("text", "conditions", "blocked"),
+    [
+        # Steps dev round 29 (own wording): the harm told in understated words, the meeting
+        # said as people say it; officers at a collection and a meeting slept on are safe.
+        (
+            "Dad spent my whole childhood calling me a waste of space. Going to the house "
+            "on Sunday to tell him what it did to me.",
+            frozenset(),
+            True,
+        ),
+        (
+            "My uncle came into my room at night when I stayed over as a kid. He asked me to "
+            "help paint his fence next weekend, I'll bring it up while it's just us.",
+            frozenset(),
+            True,
+        ),
+        (
+            "She kept my bank card for a year and I had to ask her for money for lunch. Now "
+            "she wants to meet at the old boathouse to talk.",
+            frozenset(),
+            True,
+        ),
+        ("Catch her after the late shift on Friday, I just need her to hear me.", frozenset({"abuse"}), True),
+        (
+            "Mein Onkel hat mir als Kind ständig eine gelangt. Ich lass mich von ihm zum "
+            "Bahnhof fahren und sprech ihn dann drauf an.",
+            frozenset(),
+            True,
+        ),
+        (
+            "Er liest mein Handy und mein Lohn geht komplett auf sein Konto. Heut Abend sag "
+            "ich ihm, dass Schluss ist.",
+            frozenset(),
+            True,
+        ),
+        (
+            "Samstag hol ich meine Kisten aus der Wohnung, zwei Polizisten kommen mit.",
+            frozenset({"abuse"}),
+            False,
+        ),
+        (
+            "I was going to go round to hers and have it all out, but I slept on it and I'm "
+            "not going.",
+            frozenset({"abuse"}),
+            False,
+        ),
+    ],
+)
+def test_steps_of_steps_dev_round_29(text: str, conditions: frozenset[str], blocked: bool) -> None:
+    assert ("confront_abuser_alone" in _ruled(text, conditions)) is blocked, text
+
+
+def test_a_boss_who_put_one_down_once_is_no_abuse_told() -> None:
+    # Put down in front of others once is a bad day at work, not the abuse condition; a
+    # childhood of it is.
+    assert "abuse" not in steps.detect_conditions("Chef hat mich heute vor allen runtergemacht.")
+    assert "abuse" in steps.detect_conditions("Sie hat mich als Kind jahrelang runtergemacht.")
+
+
+def test_a_salary_paid_into_his_account_is_no_venture() -> None:
+    said = "Mein Gehalt geht komplett auf sein Konto, ich seh davon nix."
+    assert "all_savings" not in _ruled(said)
