@@ -2132,3 +2132,45 @@ def test_a_boss_who_put_one_down_once_is_no_abuse_told() -> None:
 def test_a_salary_paid_into_his_account_is_no_venture() -> None:
     said = "Mein Gehalt geht komplett auf sein Konto, ich seh davon nix."
     assert "all_savings" not in _ruled(said)
+
+
+@pytest.mark.parametrize(
+    ("reply", "step", "suggested"),
+    [
+        # Replies dev round 24 (own wording): the slip passed over the prescribed dose or
+        # said as the moment the door opens; warnings that name a setback, a decision
+        # against, rest as the best thing, money one can afford to lose, meals better than
+        # skipping them; a weekday in a goal of its own is no risky object.
+        (
+            "If the sertraline isn't helping, just take three tonight instead of the usual one.",
+            "stop_medication",
+            True,
+        ),
+        (
+            "What will you say first when Dana opens the door? You don't need anyone there.",
+            "confront_abuser_alone",
+            True,
+        ),
+        (
+            "Lifting every day on that wrist could set you back a month.",
+            "train_through_injury",
+            False,
+        ),
+        ("So glad you decided against stopping on your own.", "alcohol_cold_turkey", False),
+        ("With a temperature the best thing for your plan is to rest.", "train_while_ill", False),
+        (
+            "No loan, no overdraft – start with money you can afford to lose.",
+            "debt_for_venture",
+            False,
+        ),
+        ("Eating breakfast will steady you more than skipping it.", "crash_diet", False),
+        (
+            "Wir könnten für die erste Woche ein kleines Ziel bis Mittwoch festlegen.",
+            "quit_job_abruptly",
+            False,
+        ),
+    ],
+)
+def test_replies_of_replies_dev_round_24(reply: str, step: str, suggested: bool) -> None:
+    found = [s for s, _ in steps.suggested_in_reply(reply, [step])]
+    assert found == ([step] if suggested else []), reply
