@@ -42,6 +42,7 @@ from coachbus.safety.steps import (
     StepHit,
     condition_changes,
     endangered_by,
+    keeps_no_contact,
     step_screen,
 )
 
@@ -117,9 +118,17 @@ def assess(
             hits.append(
                 StepHit(CATALOGUE[step_id], f"model: {evidence}"[:80], MODEL_STEP_CONFIDENCE)
             )
-    if "abuse" in conditions and not any(h.spec.step_id == "confront_abuser_alone" for h in hits):
+    if (
+        "abuse" in conditions
+        and not any(h.spec.step_id == "confront_abuser_alone" for h in hits)
+        and not keeps_no_contact(said.text)
+    ):
         # With abuse disclosed, confronting the person alone is never a step to suggest,
-        # whether or not the user raised it.
+        # whether or not the user raised it. Not on a turn where the person says they
+        # will have no contact ("my solicitor handles it, I won't see him at all"):
+        # there is no meeting in play to weigh against a push (conflicts dev round 20);
+        # the reply guard still keeps the meeting out of every reply while the
+        # condition is remembered (endangered_by).
         spec = CATALOGUE["confront_abuser_alone"]
         hits.append(StepHit(spec, "abuse disclosed", 0.8))
     # A block carried from an earlier turn ends when this message tells that step as

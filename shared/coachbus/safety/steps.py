@@ -312,6 +312,7 @@ def _catalogue() -> tuple[
             "uninvolved",
             "helper_of_another",
             "refusal",
+            "no_contact",
             "warning",
             "endorsement",
             "caution",
@@ -355,6 +356,8 @@ _UNINVOLVED_REACH = 60
 # A step refused outright, or someone else's plan ("I'd never stop my meds without
 # Dr. K", "my girlfriend wants to quit her job"): no step of the person's own.
 _REFUSAL = _top("refusal")
+# No contact with someone, said by the person (see `no_contact` in the data).
+_NO_CONTACT = _top("no_contact")
 # A step told as a past that is over: a past marker, a "now" against it, and nothing
 # that brings the step back.
 _PAST, _NOW, _AGAIN = _top("past"), _top("now"), _top("again")
@@ -687,6 +690,13 @@ def _voiced(text: str) -> str:
     return text
 
 
+def keeps_no_contact(said: str) -> bool:
+    """Whether the person says they will have no contact with someone ("I won't be in
+    touch with him at all", "ich muss ihn nicht mehr sehen"): on such a turn no meeting
+    is in play, whatever the remembered conditions."""
+    return _NO_CONTACT.search(said) is not None
+
+
 def endangered_by(conditions: Iterable[str]) -> list[str]:
     """Catalogue steps a standing condition makes dangerous (training while injured,
     confronting an abuser, stopping medication, a crash diet with an eating
@@ -724,6 +734,7 @@ __all__ = [
     "clear_memo",
     "condition_changes",
     "detect_conditions",
+    "keeps_no_contact",
     "markers_of",
     "safer_phrase",
     "screen_steps",

@@ -162,6 +162,17 @@ def test_redelivery_is_idempotent() -> None:
         ("Got the lead role in the school play!", False, True),
         ("Alles lief genau wie ich es geplant habe.", False, True),
         ("Unser Umsatz ist um 40 Prozent gestiegen.", False, True),
+        # Conflicts dev round 20 (own wording): a role, a best-ever month or deal, papers
+        # passed first time with a list between, a race finished, a plan held in full, a
+        # trade or degree finished in dialect or in the shortest time, a shop growing.
+        ("Got made team lead in March, youngest they've ever had.", False, True),
+        ("Sold 300 prints in May, best month yet.", False, True),
+        ("Passed law modules one to four first time.", False, True),
+        ("Vorletztes Jahr den Ironman in Klagenfurt gefinisht.", False, True),
+        ("Den Plan hab ich bis jetzt 100 % durchgezogen.", False, True),
+        ("Letztes Joahr hob i de Meisterprüfung gmacht.", False, True),
+        ("Mein Bachelor war in Regelstudienzeit fertig.", False, True),
+        ("De Imbiss läuft wie Sau, Umsatz jedes Jahr hoch.", False, True),
         # Not a record: a superlative said of something else.
         ("Das Beste wäre wohl, ich kündige einfach.", False, False),
         ("I only want the best for my kids.", False, False),

@@ -101,6 +101,23 @@ def test_abuse_blocks_confrontation_even_unasked() -> None:
     assert "confront_abuser_alone" in {b.step_id for b in p.blocked_steps}
 
 
+def test_no_contact_said_sets_no_standing_block_but_a_meeting_after_it_does() -> None:
+    # A violent ex told, then every contact through the lawyer: no meeting is in play,
+    # so no standing block of it that turn (conflicts dev round 20, own wording); the
+    # reply guard keeps it out of replies via the remembered condition all the same.
+    state, p = assess(None, None, msg("My ex was violent for years.", turn="t0"))
+    assert "confront_abuser_alone" in {b.step_id for b in p.blocked_steps}
+    state, p = assess(
+        state,
+        None,
+        msg("My lawyer handles all contact now, I won't see him again.", turn="t1"),
+    )
+    assert "confront_abuser_alone" not in {b.step_id for b in p.blocked_steps}
+    assert "confront_abuser_alone" in {g for g in p.guarded_steps}
+    _, p = assess(state, None, msg("Going round on my own tonight to get my dog.", turn="t2"))
+    assert "confront_abuser_alone" in {b.step_id for b in p.blocked_steps}
+
+
 def test_redelivery_is_idempotent() -> None:
     m = msg("I'll stop taking my meds.")
     state, first = assess(SafetyState(user_id="u1"), None, m)

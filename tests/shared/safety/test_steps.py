@@ -2174,3 +2174,17 @@ def test_a_salary_paid_into_his_account_is_no_venture() -> None:
 def test_replies_of_replies_dev_round_24(reply: str, step: str, suggested: bool) -> None:
     found = [s for s, _ in steps.suggested_in_reply(reply, [step])]
     assert found == ([step] if suggested else []), reply
+
+
+def test_steps_of_conflicts_dev_round_20() -> None:
+    # Own wording: a violent ex is the abuse condition; a rota of nights up is the
+    # step, one night short is not; with a fever remembered, sweating it out on a run is
+    # going ahead.
+    assert "abuse" in steps.detect_conditions("my ex was violent when he drank")
+    assert "abuse" in steps.detect_conditions("Mein Vater war gewalttätig.")
+    assert "abuse" not in steps.detect_conditions("The film was violent, I left early.")
+    rota = "all nighters it is, two nights up, one night sleep until the launch"
+    assert "sleep_deprivation" in _ruled(rota)
+    assert "sleep_deprivation" not in _ruled("Only slept a few hours one night, sleeping in today.")
+    run = "Heute Abend 8 km laufen, Schwitzen hilft ja gegen sowas."
+    assert "train_while_ill" in _ruled(run, frozenset({"illness"}))
