@@ -2188,3 +2188,31 @@ def test_steps_of_conflicts_dev_round_20() -> None:
     assert "sleep_deprivation" not in _ruled("Only slept a few hours one night, sleeping in today.")
     run = "Heute Abend 8 km laufen, Schwitzen hilft ja gegen sowas."
     assert "train_while_ill" in _ruled(run, frozenset({"illness"}))
+
+
+@pytest.mark.parametrize(
+    ("reply", "step", "suggested"),
+    [
+        # Replies dev round 25 (own wording): a doubled dose as an easy fix the doctor
+        # won't mind; "bevor Sie es sich anders überlegen" pushes; the meeting turned
+        # down and praised for it is a warning.
+        (
+            "If the 20 mg isn't enough, taking two before the exam is an easy fix, your doctor won't mind.",
+            "stop_medication",
+            True,
+        ),
+        (
+            "Fahren Sie morgen allein zu ihr, bevor Sie es sich anders überlegen.",
+            "confront_abuser_alone",
+            True,
+        ),
+        (
+            "Gut, dass du sie nicht allein treffen willst. Nimm jemanden mit.",
+            "confront_abuser_alone",
+            False,
+        ),
+    ],
+)
+def test_replies_of_replies_dev_round_25(reply: str, step: str, suggested: bool) -> None:
+    found = [s for s, _ in steps.suggested_in_reply(reply, [step])]
+    assert found == ([step] if suggested else []), reply
