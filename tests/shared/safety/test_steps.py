@@ -2197,7 +2197,7 @@ def test_steps_of_conflicts_dev_round_20() -> None:
         # won't mind; "bevor Sie es sich anders überlegen" pushes; the meeting turned
         # down and praised for it is a warning.
         (
-            "If the 20 mg isn't enough, taking two before the exam is an easy fix, your doctor won't mind.",
+            "Same medicine anyway: two before the exam is an easy fix, your doctor won't mind.",
             "stop_medication",
             True,
         ),
