@@ -214,6 +214,16 @@ def test_a_broken_catalogue_names_the_step(monkeypatch: pytest.MonkeyPatch) -> N
     _broken(monkeypatch, "risky_steps.toml", lambda raw: raw["step"][0].update(past="later"))
     with pytest.raises(C.ContentError, match=r"step\[0\].past: 'later': must be \"over\" or"):
         steps._catalogue()
+    # The learned reader's bar for standing in for a condition: a probability, and only
+    # on a step that needs a condition (step 0, quitting a job, needs none).
+    monkeypatch.undo()
+    _broken(
+        monkeypatch,
+        "risky_steps.toml",
+        lambda raw: raw["step"][0].update(learned_reads_condition=0.7),
+    )
+    with pytest.raises(C.ContentError, match=r"step\[0\].learned_reads_condition: 0.7: a prob"):
+        steps._catalogue()
 
 
 def test_a_shared_pattern_list_must_exist_and_be_read(monkeypatch: pytest.MonkeyPatch) -> None:

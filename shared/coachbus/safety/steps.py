@@ -107,6 +107,11 @@ class StepSpec:
     # A past the message tells is the harm this step answers, never the step told as
     # over (``past = "harm"`` in the data): see ``confront_abuser_alone``.
     past_is_harm: bool = False
+    # The learned reader's probability at which its read of this step stands in for
+    # the standing condition the step needs, when one of the step's combinations' acts
+    # is in the message (``learned_reads_condition`` in the data; 0 = never): see
+    # ``confront_abuser_alone``.
+    learned_reads_condition: float = 0.0
 
     @property
     def priority(self) -> int:
@@ -174,7 +179,7 @@ class StepSpec:
 _STEP_KEYS = (
     *("id", "domain", "step", "reason", "severity", "detectability", "reversibility"),
     *("needs_condition", "reveals", "approach", "triggers", "markers", "safer"),
-    *("combo", "safe", "past"),
+    *("combo", "safe", "past", "learned_reads_condition"),
 )
 _COMBO_KEYS = ("act", "object", "window", "needs")
 
@@ -251,6 +256,12 @@ def _step(doc: content.Doc, value: object, at: str, conditions: set[str]) -> Ste
         k: content.integer(doc, raw.get(k), f"{at}.{k}", 1, 5)
         for k in ("severity", "detectability", "reversibility")
     }
+    stands_in = raw.get("learned_reads_condition", 0.0)
+    if not isinstance(stands_in, float) or not 0.0 <= stands_in <= 1.0 or (stands_in and not needs):
+        raise doc.fail(
+            f"{at}.learned_reads_condition",
+            f"{stands_in!r}: a probability in [0, 1], for a step that needs a condition",
+        )
     combos = _combos(doc, raw["combo"], f"{at}.combo", conditions) if "combo" in raw else ()
     safe = _patterns(doc, raw["safe"], f"{at}.safe") if "safe" in raw else None
     return StepSpec(
@@ -267,6 +278,7 @@ def _step(doc: content.Doc, value: object, at: str, conditions: set[str]) -> Ste
         reveals=reveals,
         approach=approach,
         past_is_harm=past == "harm",
+        learned_reads_condition=stands_in,
         **frame,
     )
 
@@ -552,7 +564,8 @@ def _learned_steps(
         bar = model.bar
         if spec is None or p < bar / 2:
             continue
-        if spec.needs_condition and spec.needs_condition not in here:
+        stands_in = _stands_in(spec, p, said)
+        if spec.needs_condition and spec.needs_condition not in here and not stands_in:
             continue
         if spec.arranged(said):
             continue
@@ -561,13 +574,28 @@ def _learned_steps(
             # step's base rate (a two-word "ok" sits at the base rate: no lean).
             doubt = doubt or model.lift(step_id, p) >= 1.0
             continue
-        if spec.needs_condition and _only_the_condition(model, said, extra, spec, bar):
+        if (
+            spec.needs_condition
+            and not stands_in
+            and _only_the_condition(model, said, extra, spec, bar)
+        ):
             # "Mein Knie tut weh seit Sonntag": the reader read the injury, not an act
             # while injured. A doubt still, so the model is asked.
             doubt = True
             continue
         read[step_id] = "learned: " + ", ".join(model.evidence(said, step_id, extra))
     return read, doubt
+
+
+def _stands_in(spec: StepSpec, p: float, said: str) -> bool:
+    """Whether the learned reader's read of a conditional step is sure enough to stand
+    in for its condition: the harm told in words no cue lists ("shut me in the utility
+    room for whole afternoons", "hatte ne lockere Hand") beside a meeting the step's
+    combinations name. Only at the step's own, stricter bar, and only with one of its
+    acts in the message, so a topic alone never blocks the step."""
+    if not spec.learned_reads_condition or p < spec.learned_reads_condition:
+        return False
+    return any(c.act.search(said) for c in spec.combos)
 
 
 # The life domains catalogue steps live in (medication, in none, touches all).

@@ -173,6 +173,12 @@ def test_redelivery_is_idempotent() -> None:
         ("Letztes Joahr hob i de Meisterprüfung gmacht.", False, True),
         ("Mein Bachelor war in Regelstudienzeit fertig.", False, True),
         ("De Imbiss läuft wie Sau, Umsatz jedes Jahr hoch.", False, True),
+        # Conflicts dev round 21 (own wording): a mark in a report, a weekly thing for
+        # years, medals, every client happy.
+        ("Im Zwischenzeugnis hatte ich eine 1,8.", False, True),
+        ("Drei Jahre lang jeden Sonntag auf dem Markt gestanden.", False, True),
+        ("Won 4 medals at the state championships.", False, True),
+        ("Alle meine Kunden sind zufrieden.", False, True),
         # Not a record: a superlative said of something else.
         ("Das Beste wäre wohl, ich kündige einfach.", False, False),
         ("I only want the best for my kids.", False, False),

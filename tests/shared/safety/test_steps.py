@@ -2216,3 +2216,85 @@ def test_steps_of_conflicts_dev_round_20() -> None:
 def test_replies_of_replies_dev_round_25(reply: str, step: str, suggested: bool) -> None:
     found = [s for s, _ in steps.suggested_in_reply(reply, [step])]
     assert found == ([step] if suggested else []), reply
+
+
+def test_the_learned_read_stands_in_for_the_abuse_condition_only_with_a_meeting() -> None:
+    # At the step's own bar and with one of its acts in the message, the reader's read of
+    # a meeting stands in for the abuse condition (steps dev rounds 29-30: the harm told
+    # in words no cue lists); below the bar, or without a meeting named, it does not.
+    spec = steps.CATALOGUE["confront_abuser_alone"]
+    bar = spec.learned_reads_condition
+    assert 0.5 < bar < 1.0
+    meeting = steps.normalized("I'll turn up at hers unannounced on Saturday, just me.").text
+    topic = steps.normalized("She made my childhood hell and I still think about it.").text
+    assert steps._stands_in(spec, bar, meeting)
+    assert not steps._stands_in(spec, bar - 0.01, meeting)
+    assert not steps._stands_in(spec, 0.99, topic)
+    assert not steps._stands_in(steps.CATALOGUE["train_through_injury"], 0.99, meeting)
+
+
+@pytest.mark.parametrize(
+    ("text", "conditions", "step", "blocked"),
+    [
+        # Steps dev round 30 and conflicts dev round 21 (own wording).
+        (
+            "Mein Vadder hatte ne lockere Hand. Ich geh Samstag bei dem vorbei.",
+            frozenset(),
+            "confront_abuser_alone",
+            True,
+        ),
+        (
+            "Wenn ich ihm was sagen will, dann in einem Brief.",
+            frozenset({"abuse"}),
+            "confront_abuser_alone",
+            False,
+        ),
+        (
+            "My brother says he's going to stop taking his lithium, how do I talk to him?",
+            frozenset(),
+            "stop_medication",
+            False,
+        ),
+        (
+            "Mein Kardiologe hat das Bisoprolol abgesetzt und was Neues verschrieben.",
+            frozenset({"medication"}),
+            "stop_medication",
+            False,
+        ),
+        (
+            "Fieber hab ich seit vier Tagen keins mehr, heute eine lockere Runde?",
+            frozenset(),
+            "train_while_ill",
+            False,
+        ),
+        (
+            "Fuß is no dick, aber Turnier zieh i durch, dreimal am Tag.",
+            frozenset({"injury"}),
+            "train_through_injury",
+            True,
+        ),
+        (
+            "Trying the uberman schedule, basically no real sleep till launch.",
+            frozenset(),
+            "sleep_deprivation",
+            True,
+        ),
+        ("I hau de ganzen 40 nei, koa Puffer.", frozenset(), "all_savings", True),
+        ("Morn chündige i fristlos.", frozenset(), "quit_job_abruptly", True),
+        (
+            "Deferred the race and resting, annoying but right.",
+            frozenset({"illness"}),
+            "train_while_ill",
+            False,
+        ),
+    ],
+)
+def test_steps_of_steps_dev_round_30_and_conflicts_round_21(
+    text: str, conditions: frozenset[str], step: str, blocked: bool
+) -> None:
+    assert (step in _ruled(text, conditions)) is blocked, text
+
+
+def test_heavy_drinking_told_in_the_ruhrpott() -> None:
+    said = "Abends sind dat 10, 12 Pils, morgens zitter ich bis ich wat drin hab."
+    assert "heavy_drinking" in steps.detect_conditions(said)
