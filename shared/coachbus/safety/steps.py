@@ -709,7 +709,7 @@ def _after_concession(sentence: str) -> str | None:
     if not turns:
         return None
     rest = sentence[turns[-1].end() :]
-    return None if _WARNING.search(rest) else rest
+    return None if _warns(rest) else rest
 
 
 def _voiced(text: str) -> str:

@@ -2298,3 +2298,11 @@ def test_steps_of_steps_dev_round_30_and_conflicts_round_21(
 def test_heavy_drinking_told_in_the_ruhrpott() -> None:
     said = "Abends sind dat 10, 12 Pils, morgens zitter ich bis ich wat drin hab."
     assert "heavy_drinking" in steps.detect_conditions(said)
+
+
+def test_after_a_concession_the_safe_path_passed_over_is_no_warning() -> None:
+    # "Sure it's risky, but instead of waiting another year, put it all in": the rest
+    # after the "but" is read as the whole reply is, the safe path passed over set
+    # aside first (the same reading as _warns; replies dev unchanged when aligned).
+    reply = "Sure it is risky, but instead of waiting another year, put all your savings in now."
+    assert [s for s, _ in steps.suggested_in_reply(reply, ["all_savings"])] == ["all_savings"]
