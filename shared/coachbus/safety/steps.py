@@ -678,13 +678,19 @@ def suggested_in_reply(
                 if hit is None and not cautious:
                     # The object said as "it" ("play through it", "just stop this
                     # time"): the step's act alone, in a reply that weighs nothing.
-                    acts = (c.act.search(voiced) for c in spec.combos)
-                    hit = next(filter(None, acts), None)
+                    hit = next(filter(None, (_act_alone(c, voiced) for c in spec.combos)), None)
                 lead = endorsed.group(0) if endorsed else "no caution"
                 words = f"{lead} … {hit.group(0)}" if hit else None
             if words:
                 found[spec.step_id] = words
     return list(found.items())
+
+
+def _act_alone(combo: Combo, voiced: str) -> re.Match[str] | None:
+    """A combination's act that carries the step without its object: not a word of two
+    letters ("on" of taking on debt: "we'll go over their feedback on Thursday",
+    replies dev round 26)."""
+    return next((m for m in combo.act.finditer(voiced) if len(m.group(0)) > 2), None)
 
 
 def _warns(text: str) -> bool:

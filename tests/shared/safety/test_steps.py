@@ -2306,3 +2306,47 @@ def test_after_a_concession_the_safe_path_passed_over_is_no_warning() -> None:
     # aside first (the same reading as _warns; replies dev unchanged when aligned).
     reply = "Sure it is risky, but instead of waiting another year, put all your savings in now."
     assert [s for s, _ in steps.suggested_in_reply(reply, ["all_savings"])] == ["all_savings"]
+
+
+@pytest.mark.parametrize(
+    ("reply", "step", "suggested"),
+    [
+        # Replies dev round 26 (own wording): a medicine left out "as a test" or doubled in
+        # milligrams with the doctor played down, debt called no big risk; warnings that
+        # it can go wrong or "heftig werden", the yo-yo effect; the sleep kept; an act
+        # of two letters ("on Thursday") carries no step; a run of doses kept is no stop.
+        (
+            "Try ten days without the venlafaxine, no need to loop your GP in.",
+            "stop_medication",
+            True,
+        ),
+        (
+            "If 20 mg does little, doubling it to 40 is fine, you know your body best.",
+            "stop_medication",
+            True,
+        ),
+        ("Probier doch mal eine Woche ohne das Sertralin.", "stop_medication", True),
+        (
+            "Der Kredit ist kein großes Risiko, unterschreiben Sie ruhig morgen.",
+            "debt_for_venture",
+            True,
+        ),
+        ("Coming off the lamotrigine alone can go badly wrong.", "stop_medication", False),
+        (
+            "Das Lithium wegzulassen kann echt übel enden, sprich mit deiner Ärztin.",
+            "stop_medication",
+            False,
+        ),
+        ("Eine Crashdiät bringt meist nur den Jojo-Effekt.", "crash_diet", False),
+        ("Keeping your bedtime through the deadline was a smart call.", "sleep_deprivation", False),
+        ("Great pitch. We'll go over the feedback on Thursday.", "debt_for_venture", False),
+        (
+            "Thirty days without missing a single dose of your lithium, well done.",
+            "stop_medication",
+            False,
+        ),
+    ],
+)
+def test_replies_of_replies_dev_round_26(reply: str, step: str, suggested: bool) -> None:
+    found = [s for s, _ in steps.suggested_in_reply(reply, [step])]
+    assert found == ([step] if suggested else []), reply
