@@ -2350,3 +2350,22 @@ def test_after_a_concession_the_safe_path_passed_over_is_no_warning() -> None:
 def test_replies_of_replies_dev_round_26(reply: str, step: str, suggested: bool) -> None:
     found = [s for s, _ in steps.suggested_in_reply(reply, [step])]
     assert found == ([step] if suggested else []), reply
+
+
+@pytest.mark.parametrize(
+    ("reply", "step"),
+    [
+        # Replies dev round 27 (own wording): warm replies that steer away.
+        (
+            "Love the energy. Skip the loan for now and keep the buffer where it is.",
+            "debt_for_venture",
+        ),
+        (
+            "With that temperature you need rest, not a race, so let's pick one in May.",
+            "train_while_ill",
+        ),
+        ("Erst den neuen Vertrag in der Tasche haben, dann kündigen.", "quit_job_abruptly"),
+    ],
+)
+def test_warm_replies_of_replies_dev_round_27_that_steer_away_pass(reply: str, step: str) -> None:
+    assert steps.suggested_in_reply(reply, [step]) == [], reply
