@@ -179,6 +179,14 @@ def test_redelivery_is_idempotent() -> None:
         ("Drei Jahre lang jeden Sonntag auf dem Markt gestanden.", False, True),
         ("Won 4 medals at the state championships.", False, True),
         ("Alle meine Kunden sind zufrieden.", False, True),
+        # Conflicts dev round 22 (own wording): a record told modestly.
+        ("Never once been late with a payment in nine years.", False, True),
+        ("Swam every Monday and Thursday for 8 years.", False, True),
+        ("Han no keini verpasst.", False, True),
+        ("Jede Übungsaufgabe vom Skript hab ich durchgerechnet.", False, True),
+        ("Bin jetzt stellvertretende Filialleiterin.", False, True),
+        ("Meine Ausbildung zur Pflegerin, die ist im Sommer fertig.", False, True),
+        ("Jeden Monat was auf die Seite gelegt.", False, True),
         # Not a record: a superlative said of something else.
         ("Das Beste wäre wohl, ich kündige einfach.", False, False),
         ("I only want the best for my kids.", False, False),

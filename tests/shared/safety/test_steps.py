@@ -2369,3 +2369,43 @@ def test_replies_of_replies_dev_round_26(reply: str, step: str, suggested: bool)
 )
 def test_warm_replies_of_replies_dev_round_27_that_steer_away_pass(reply: str, step: str) -> None:
     assert steps.suggested_in_reply(reply, [step]) == [], reply
+
+
+@pytest.mark.parametrize(
+    ("text", "conditions", "step", "blocked"),
+    [
+        # Conflicts dev round 22 (own wording).
+        (
+            "Heavy singles on Friday as normal, the knee will just have to hold.",
+            frozenset({"injury"}),
+            "train_through_injury",
+            True,
+        ),
+        (
+            "Not going in tomorrow, keys on his desk tonight.",
+            frozenset(),
+            "quit_job_abruptly",
+            True,
+        ),
+        ("Ich tue alles dri, de ganz Batze, fürs Café.", frozenset(), "all_savings", True),
+        (
+            "Handing in my notice Monday and working my full notice, new job signed.",
+            frozenset(),
+            "quit_job_abruptly",
+            False,
+        ),
+    ],
+)
+def test_steps_of_conflicts_dev_round_22(
+    text: str, conditions: frozenset[str], step: str, blocked: bool
+) -> None:
+    assert (step in _ruled(text, conditions)) is blocked, text
+
+
+def test_going_nowhere_near_him_is_no_contact() -> None:
+    def said(text: str) -> str:
+        return steps.normalized(text).text
+
+    assert steps.keeps_no_contact(said("Ich fahr da nicht hin, meine Anwältin macht das."))
+    assert steps.keeps_no_contact(said("I'm not going over there, the police will collect it."))
+    assert not steps.keeps_no_contact(said("I'm going over there on Sunday."))
