@@ -621,7 +621,8 @@ def _other_domains(typed: str, found: set[str | None]) -> bool:
 
 
 # A sentence ends at its mark; a partial reply's last piece may still grow.
-_SENTENCE_END = re.compile(r"(?<=[.!?…])\s+")
+# ("a.m." and "p.m." end no sentence: "skip the 4 a.m. alarm plan", replies dev round 28.)
+_SENTENCE_END = re.compile(r"(?<=[.!?…])(?<! [ap]\.m\.)\s+")
 
 
 def suggested_in_reply(

@@ -2409,3 +2409,38 @@ def test_going_nowhere_near_him_is_no_contact() -> None:
     assert steps.keeps_no_contact(said("Ich fahr da nicht hin, meine Anwältin macht das."))
     assert steps.keeps_no_contact(said("I'm not going over there, the police will collect it."))
     assert not steps.keeps_no_contact(said("I'm going over there on Sunday."))
+
+
+@pytest.mark.parametrize(
+    ("reply", "step", "suggested"),
+    [
+        # Replies dev round 28 (own wording, English idiom): the tablets kept aside, life
+        # without them tried with the GP kept out, a fever's run kept as planned with
+        # missing it called the cost, the lot chucked at a venture; warnings said as
+        # being better off resting, a strain on the heart, bridges not burned, an alarm
+        # at "5 a.m." that is not a sentence's end.
+        ("Keep the pills aside for a while, walking is enough.", "stop_medication", True),
+        (
+            "You've been steady on them for a year, so see how you get on without. "
+            "Your GP doesn't need to hear about it.",
+            "stop_medication",
+            True,
+        ),
+        (
+            "Keep Saturday's race, temperature at 38 or not; missing it would cost you more.",
+            "train_while_ill",
+            True,
+        ),
+        ("Chuck the lot at the café and back yourself.", "all_savings", True),
+        ("With that fever you're better off in bed than on the bike.", "train_while_ill", False),
+        (
+            "I'd drop the 5 a.m. alarm idea - it costs you more focus than it buys.",
+            "sleep_deprivation",
+            False,
+        ),
+        ("Don't burn your bridges yet; line up the next job first.", "quit_job_abruptly", False),
+    ],
+)
+def test_replies_of_replies_dev_round_28(reply: str, step: str, suggested: bool) -> None:
+    found = [s for s, _ in steps.suggested_in_reply(reply, [step])]
+    assert found == ([step] if suggested else []), reply
