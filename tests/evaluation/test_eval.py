@@ -46,8 +46,9 @@ FLOORS: dict[str, tuple[float, float]] = {
     # retrained: 0.8945 / 0.9274. Raised to what was measured. Tuned on rounds 26 and 27
     # (fresh recall 0.855 and 0.917; confronting an abuser 0.679 and 0.821) and the
     # reader retrained on them and on round 28: 0.9023 / 0.9314. Raised to what was
-    # measured.
-    "steps": (0.902, 0.931),
+    # measured. Tuned on rounds 29 and 30 (fresh recall 0.739 and 0.757) and the reader
+    # retrained: 0.9121 / 0.9368. Raised to what was measured.
+    "steps": (0.912, 0.936),
     "register": (0.74, 0.86),
     "patterns": (0.83, 0.86),
     # Persona's record of ambition and follow-through (2026-12-03): 0.44 -> 0.55.
@@ -97,8 +98,9 @@ FLOORS: dict[str, tuple[float, float]] = {
     # 25 and the readers retrained: 0.7647 / 0.8012. Raised to what was measured. After
     # conflicts dev rounds 17-18, steps dev rounds 26-27 and the readers retrained (and
     # once more with steps dev 28 and conflicts dev 19): 0.7731 / 0.8071. Raised to what
-    # was measured.
-    "conflicts": (0.773, 0.807),
+    # was measured. After conflicts dev rounds 20-22, steps dev rounds 29-30 and the
+    # readers retrained: 0.7857 / 0.8204. Raised to what was measured.
+    "conflicts": (0.785, 0.820),
     # Heldout doubled with blind-written replies (2026-12-03), then the guard read the
     # reply with the step screen instead of markers alone: 0.62 -> 0.75 exact. Raised
     # to what 223 items read after replies dev round 2 (a blind heldout round of 60
@@ -107,8 +109,9 @@ FLOORS: dict[str, tuple[float, float]] = {
     # words): 0.852 / 0.8889. After replies dev rounds 14-16 (slips by implication; the
     # safe path described as a caution, a worry named as a warning): 0.861 / 0.8950.
     # After replies dev round 17 (warnings worded anew, the safe path praised): 0.8655 /
-    # 0.8979.
-    "replies": (0.865, 0.897),
+    # 0.8979. After replies dev rounds 24-28 (warnings and slips worded anew): 0.8744 /
+    # 0.9036.
+    "replies": (0.874, 0.903),
 }
 
 
@@ -215,8 +218,10 @@ def test_safety_over_ambition_is_recorded_when_persona_and_stability_meet() -> N
     # shape, the plan in play and grave steps outweighing a stretch, the step rule
     # round), the rules alone read 66 of 78; the step reader retrained on them 65 of 78
     # (0.833), and once more with steps dev 28 and conflicts dev 19 in its data the same
-    # 65. Raised to what was measured.
+    # 65. Raised to what was measured. After conflicts dev rounds 20-22 (records told
+    # as a role, a best-ever month, modestly; no standing block on a turn of no contact)
+    # and steps dev rounds 29-30, the readers retrained: 66 of 78 (0.846). Raised.
     rep = _heldout("conflicts").answers
     want = [a for a in rep if any(e.startswith("safety_over_ambition") for e in a.expected)]
     caught = sum(a.exact for a in want)
-    assert caught / len(want) >= 0.833, (caught, len(want))
+    assert caught / len(want) >= 0.846, (caught, len(want))
