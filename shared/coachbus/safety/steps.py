@@ -726,7 +726,7 @@ def _voiced(text: str) -> str:
 
 
 def keeps_no_contact(said: str) -> bool:
-    """Whether the person says they will have no contact with someone ("I won't be in
+    """Whether ``said`` (normalised) tells no contact with someone ("I won't be in
     touch with him at all", "ich muss ihn nicht mehr sehen"): on such a turn no meeting
     is in play, whatever the remembered conditions."""
     return _NO_CONTACT.search(said) is not None
