@@ -178,7 +178,7 @@ def test_a_reply_suggesting_a_step_in_its_own_words_is_caught() -> None:
         ),
     }
     for reply, step in said.items():
-        assert [s for s, _ in steps.suggested_in_reply(reply, [step])] == [step], reply
+        assert _suggested(reply, step) == [step], reply
 
 
 def test_a_reply_warning_against_a_step_may_name_it() -> None:
@@ -512,6 +512,11 @@ def test_a_change_of_dose_the_doctor_made_is_no_step(said: str) -> None:
 )
 def test_replies_about_the_new_steps(reply: str, step: str, suggested: bool) -> None:
     assert bool(steps.suggested_in_reply(reply, [step])) is suggested
+
+
+def _suggested(reply: str, step: str) -> list[str]:
+    """The steps of ``step`` alone that the reply guard reads ``reply`` as suggesting."""
+    return [s for s, _ in steps.suggested_in_reply(reply, [step])]
 
 
 def _ruled(text: str, conditions: frozenset[str] = frozenset()) -> set[str]:
@@ -1059,8 +1064,7 @@ def test_someone_elses_fever_and_a_fever_over() -> None:
     ],
 )
 def test_replies_of_replies_dev_round_6(reply: str, step: str, suggested: bool) -> None:
-    found = [s for s, _ in steps.suggested_in_reply(reply, [step])]
-    assert found == ([step] if suggested else []), reply
+    assert _suggested(reply, step) == ([step] if suggested else []), reply
 
 
 @pytest.mark.parametrize(
@@ -1267,8 +1271,7 @@ def test_look_alikes_of_steps_dev_round_14(
     ],
 )
 def test_replies_of_replies_dev_round_7(reply: str, step: str, suggested: bool) -> None:
-    found = [s for s, _ in steps.suggested_in_reply(reply, [step])]
-    assert found == ([step] if suggested else []), reply
+    assert _suggested(reply, step) == ([step] if suggested else []), reply
 
 
 @pytest.mark.parametrize(
@@ -1304,8 +1307,7 @@ def test_replies_of_replies_dev_round_7(reply: str, step: str, suggested: bool) 
     ],
 )
 def test_replies_of_replies_dev_round_8(reply: str, step: str, suggested: bool) -> None:
-    found = [s for s, _ in steps.suggested_in_reply(reply, [step])]
-    assert found == ([step] if suggested else []), reply
+    assert _suggested(reply, step) == ([step] if suggested else []), reply
 
 
 @pytest.mark.parametrize(
@@ -1478,8 +1480,7 @@ def test_a_drugstore_alone_does_not_clear_a_swap_for_a_herbal_remedy() -> None:
     ],
 )
 def test_replies_of_replies_dev_rounds_9_and_10(reply: str, step: str, suggested: bool) -> None:
-    found = [s for s, _ in steps.suggested_in_reply(reply, [step])]
-    assert found == ([step] if suggested else []), reply
+    assert _suggested(reply, step) == ([step] if suggested else []), reply
 
 
 @pytest.mark.parametrize(
@@ -1573,8 +1574,7 @@ def test_steps_of_steps_dev_round_17_and_conflicts_round_10(
     ],
 )
 def test_replies_of_replies_dev_round_11(reply: str, step: str, suggested: bool) -> None:
-    found = [s for s, _ in steps.suggested_in_reply(reply, [step])]
-    assert found == ([step] if suggested else []), reply
+    assert _suggested(reply, step) == ([step] if suggested else []), reply
 
 
 @pytest.mark.parametrize(
@@ -1719,8 +1719,7 @@ def test_heavy_drinking_then_going_completely_dry_alone() -> None:
     ],
 )
 def test_replies_of_replies_dev_round_12(reply: str, step: str, suggested: bool) -> None:
-    found = [s for s, _ in steps.suggested_in_reply(reply, [step])]
-    assert found == ([step] if suggested else []), reply
+    assert _suggested(reply, step) == ([step] if suggested else []), reply
 
 
 @pytest.mark.parametrize(
@@ -1906,8 +1905,7 @@ def test_steps_of_steps_dev_round_20(text: str, conditions: frozenset[str], bloc
     ],
 )
 def test_replies_of_replies_dev_round_13(reply: str, step: str, suggested: bool) -> None:
-    found = [s for s, _ in steps.suggested_in_reply(reply, [step])]
-    assert found == ([step] if suggested else []), reply
+    assert _suggested(reply, step) == ([step] if suggested else []), reply
 
 
 @pytest.mark.parametrize(
@@ -2027,7 +2025,7 @@ def test_the_whole_savings_handed_over_and_cheered_on_is_the_step() -> None:
     ],
 )
 def test_slips_of_replies_dev_rounds_18_and_19_are_caught(reply: str, step: str) -> None:
-    assert [s for s, _ in steps.suggested_in_reply(reply, [step])] == [step], reply
+    assert _suggested(reply, step) == [step], reply
 
 
 @pytest.mark.parametrize(
@@ -2172,8 +2170,7 @@ def test_a_salary_paid_into_his_account_is_no_venture() -> None:
     ],
 )
 def test_replies_of_replies_dev_round_24(reply: str, step: str, suggested: bool) -> None:
-    found = [s for s, _ in steps.suggested_in_reply(reply, [step])]
-    assert found == ([step] if suggested else []), reply
+    assert _suggested(reply, step) == ([step] if suggested else []), reply
 
 
 def test_steps_of_conflicts_dev_round_20() -> None:
@@ -2214,8 +2211,7 @@ def test_steps_of_conflicts_dev_round_20() -> None:
     ],
 )
 def test_replies_of_replies_dev_round_25(reply: str, step: str, suggested: bool) -> None:
-    found = [s for s, _ in steps.suggested_in_reply(reply, [step])]
-    assert found == ([step] if suggested else []), reply
+    assert _suggested(reply, step) == ([step] if suggested else []), reply
 
 
 def test_the_learned_read_stands_in_for_the_abuse_condition_only_with_a_meeting() -> None:
@@ -2348,8 +2344,7 @@ def test_after_a_concession_the_safe_path_passed_over_is_no_warning() -> None:
     ],
 )
 def test_replies_of_replies_dev_round_26(reply: str, step: str, suggested: bool) -> None:
-    found = [s for s, _ in steps.suggested_in_reply(reply, [step])]
-    assert found == ([step] if suggested else []), reply
+    assert _suggested(reply, step) == ([step] if suggested else []), reply
 
 
 @pytest.mark.parametrize(
@@ -2442,5 +2437,4 @@ def test_going_nowhere_near_him_is_no_contact() -> None:
     ],
 )
 def test_replies_of_replies_dev_round_28(reply: str, step: str, suggested: bool) -> None:
-    found = [s for s, _ in steps.suggested_in_reply(reply, [step])]
-    assert found == ([step] if suggested else []), reply
+    assert _suggested(reply, step) == ([step] if suggested else []), reply
