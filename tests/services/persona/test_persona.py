@@ -187,6 +187,16 @@ def test_redelivery_is_idempotent() -> None:
         ("Bin jetzt stellvertretende Filialleiterin.", False, True),
         ("Meine Ausbildung zur Pflegerin, die ist im Sommer fertig.", False, True),
         ("Jeden Monat was auf die Seite gelegt.", False, True),
+        # Conflicts dev round 23 (own wording): consistency, an award, a loan paid back,
+        # quarters in a row, the order book full, a prize, a race time.
+        ("I've been consistent with the bakery stall for four years.", False, True),
+        ("Got an award for best apprentice in the county.", False, True),
+        ("Paid back my sister the 5k in a year.", False, True),
+        ("Top seller again, fourth quarter running.", False, True),
+        ("Die Auftragsbücher sind immer voll.", False, True),
+        ("Letztes Jahr den Innovationspreis der Stadt bekommen.", False, True),
+        ("Seit drei Jahren keine Zigarette mehr, Halbmarathon in 1:52.", False, True),
+        ("Letzten Monat so viel verkauft wie nie.", False, True),
         # Not a record: a superlative said of something else.
         ("Das Beste wäre wohl, ich kündige einfach.", False, False),
         ("I only want the best for my kids.", False, False),

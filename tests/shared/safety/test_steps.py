@@ -2438,3 +2438,101 @@ def test_going_nowhere_near_him_is_no_contact() -> None:
 )
 def test_replies_of_replies_dev_round_28(reply: str, step: str, suggested: bool) -> None:
     assert _suggested(reply, step) == ([step] if suggested else []), reply
+
+
+@pytest.mark.parametrize(
+    ("text", "conditions", "step", "blocked"),
+    [
+        # Conflicts dev round 23 (own wording): a fever pill to start anyway, four of the
+        # prescribed pills at once with the doctor not asked, the whole sum in millions or
+        # lakhs withdrawn, every last dollar moved; a small founder's loan an adviser
+        # worked through is no step.
+        (
+            "Race is Saturday, I'll pop two paracetamol before the start and go.",
+            frozenset({"illness"}),
+            "train_while_ill",
+            True,
+        ),
+        (
+            "Vor der Prüfung nehm ich drei davon auf einmal, den Arzt frag ich nicht.",
+            frozenset({"medication"}),
+            "stop_medication",
+            True,
+        ),
+        (
+            "I'm withdrawing the whole 3 million we saved for the shop.",
+            frozenset(),
+            "all_savings",
+            True,
+        ),
+        (
+            "Every last rupee in the account moves into the restaurant next week.",
+            frozenset(),
+            "all_savings",
+            True,
+        ),
+        (
+            "Ich nehm einen kleinen Kredit auf, die Beraterin hat den Betrag mit mir "
+            "durchgerechnet.",
+            frozenset(),
+            "debt_for_venture",
+            False,
+        ),
+        (
+            "I need a break from work, every dollar counts right now.",
+            frozenset(),
+            "all_savings",
+            False,
+        ),
+    ],
+)
+def test_steps_of_conflicts_dev_round_23(
+    text: str, conditions: frozenset[str], step: str, blocked: bool
+) -> None:
+    assert (step in _ruled(text, conditions)) is blocked, text
+
+
+@pytest.mark.parametrize(
+    ("reply", "step", "suggested"),
+    [
+        # Replies dev rounds 29-30 (own wording): the night cut to four hours with the usual
+        # hours passed over, a daily bottle then a clean break, the emergency fund moved
+        # whole, a fixed deposit broken, the house put up behind a venture with the risk
+        # waved away; warnings said as not worth it or "just not with a fever", and a new
+        # breakfast planned.
+        (
+            "Sleep from 2 to 6 instead of 11 to 7 and you gain four hours a night.",
+            "sleep_deprivation",
+            True,
+        ),
+        (
+            "Bei täglich einer Flasche Wodka hilft nur ein klarer Schnitt, ab morgen ist Schluss.",
+            "alcohol_cold_turkey",
+            True,
+        ),
+        (
+            "Every dollar in the rainy-day fund moves into the studio on Friday.",
+            "all_savings",
+            True,
+        ),
+        (
+            "Breaking the full 5 lakh FD for the shop is not a risk, it's belief.",
+            "all_savings",
+            True,
+        ),
+        (
+            "Putting the flat up behind the bakery is a yes to yourself; growth feels like risk.",
+            "debt_for_venture",
+            True,
+        ),
+        (
+            "With the flu the match isn't worth it; rest and play next month.",
+            "train_while_ill",
+            False,
+        ),
+        ("Gute Idee, nur nicht mit Fieber: sag den Lauf am Sonntag ab.", "train_while_ill", False),
+        ("Let's plan one new lunch you actually enjoy this week.", "crash_diet", False),
+    ],
+)
+def test_replies_of_replies_dev_rounds_29_and_30(reply: str, step: str, suggested: bool) -> None:
+    assert _suggested(reply, step) == ([step] if suggested else []), reply
