@@ -329,6 +329,7 @@ def _catalogue() -> tuple[
             "endorsement",
             "caution",
             "safe_path_dismissed",
+            "turned_down",
             "past",
             "now",
             "again",
@@ -382,6 +383,9 @@ _ENDORSEMENT = _top("endorsement")
 _CAUTION = _top("caution")
 # The safe path named only to be passed over: no warning (see the data).
 _DISMISSED = _top("safe_path_dismissed")
+# The opening of a sentence that turns down the question before it ("Mit Fieber zum
+# Spinning? Nee, lass ma"): the question only named the step to refuse it.
+_TURNED_DOWN = _top("turned_down")
 
 
 def _reply_voice() -> tuple[tuple[re.Pattern[str], str], ...]:
@@ -642,6 +646,7 @@ def suggested_in_reply(
     sentences = _SENTENCE_END.split(normalized(reply).text)
     if partial and sentences and not sentences[-1].rstrip().endswith((".", "!", "?", "…")):
         sentences = sentences[:-1]
+    sentences = [s for n, s in enumerate(sentences) if not _turned_down(sentences, n)]
     found: dict[str, str] = {}
     for sentence in sentences:
         if _warns(sentence):
@@ -685,6 +690,16 @@ def suggested_in_reply(
             if words:
                 found[spec.step_id] = words
     return list(found.items())
+
+
+def _turned_down(sentences: list[str], n: int) -> bool:
+    """Whether sentence ``n`` is a question the next sentence turns down ("Quit
+    tomorrow? Nope, not before the offer is signed")."""
+    return (
+        sentences[n].rstrip().endswith("?")
+        and n + 1 < len(sentences)
+        and _TURNED_DOWN.match(sentences[n + 1].lstrip()) is not None
+    )
 
 
 def _act_alone(combo: Combo, voiced: str) -> re.Match[str] | None:

@@ -197,6 +197,13 @@ def test_redelivery_is_idempotent() -> None:
         ("Letztes Jahr den Innovationspreis der Stadt bekommen.", False, True),
         ("Seit drei Jahren keine Zigarette mehr, Halbmarathon in 1:52.", False, True),
         ("Letzten Monat so viel verkauft wie nie.", False, True),
+        # Conflicts dev round 24 (own wording): no client ever complained, a course
+        # finished, an Austrian "not a single one", goals in games, first attempt.
+        ("Nie hat ein Kunde eine Reklamation gemacht.", False, True),
+        ("Den Lehrgang bei der Kammer hab ich abgeschlossen.", False, True),
+        ("Ka anzigs Spü ausglassn heuer.", False, True),
+        ("12 goals in 15 games this season.", False, True),
+        ("Jede Prüfung im ersten Versuch, Schnitt 1,9.", False, True),
         # Not a record: a superlative said of something else.
         ("Das Beste wäre wohl, ich kündige einfach.", False, False),
         ("I only want the best for my kids.", False, False),

@@ -2536,3 +2536,106 @@ def test_steps_of_conflicts_dev_round_23(
 )
 def test_replies_of_replies_dev_rounds_29_and_30(reply: str, step: str, suggested: bool) -> None:
     assert _suggested(reply, step) == ([step] if suggested else []), reply
+
+
+@pytest.mark.parametrize(
+    ("reply", "step", "suggested"),
+    [
+        # Replies dev rounds 31-32 (own wording): a daily bottle then "Schicht im Schacht", a
+        # naggin a day and dry from tomorrow, a weight-loss drug from the net, the daily km
+        # with a fracture; turned-down questions, warnings of the heart, "erst, wenn",
+        # "hold up on", "don't … yet" of money, a skip of the race, three proper meals.
+        (
+            "Zehn Jahre jeden Abend ne Flasche Wein, und ab Montag is Schicht im Schacht. Stark!",
+            "alcohol_cold_turkey",
+            True,
+        ),
+        (
+            "Dry from tomorrow, no detox needed, you've been on a naggin a day long enough.",
+            "alcohol_cold_turkey",
+            True,
+        ),
+        (
+            "Das Semaglutid ausm Netz ist doch praktisch, bestell gleich nach.",
+            "unprescribed_drugs",
+            True,
+        ),
+        ("Keep doing your 8 km daily, the fracture will cope.", "train_through_injury", True),
+        ("Mit Fieber ins Training? Nee, leg dich hin.", "train_while_ill", False),
+        ("Zum Turnier mit Grippe? Bloß nicht, das geht aufs Herz.", "train_while_ill", False),
+        ("Kündige erst, wenn der neue Vertrag unterschrieben ist.", "quit_job_abruptly", False),
+        (
+            "Hold up on handing your notice in until the offer is signed.",
+            "quit_job_abruptly",
+            False,
+        ),
+        ("Don't sink the whole 30k into the van yet, test the idea first.", "all_savings", False),
+        ("Skip the 10k on Sunday and rest until the fever is gone.", "train_while_ill", False),
+        ("Three proper meals and a snack, keep that rhythm going.", "crash_diet", False),
+    ],
+)
+def test_replies_of_replies_dev_rounds_31_and_32(reply: str, step: str, suggested: bool) -> None:
+    assert _suggested(reply, step) == ([step] if suggested else []), reply
+
+
+@pytest.mark.parametrize(
+    ("reply", "step"),
+    [
+        # Own wording: a question answered "No witnesses, no mediator" lays out the step's
+        # terms; a skip refused, the risk denied, the doctor kept out "yet" and the safe
+        # path belittled are the step's endorsement, not warnings.
+        (
+            "Why not meet him alone at the flat? No witnesses, no mediator, just you.",
+            "confront_abuser_alone",
+        ),
+        ("Don't skip the race, a fever of 38 is nothing.", "train_while_ill"),
+        ("Das ist nicht zu gefährlich, setz die Tabletten einfach ab.", "stop_medication"),
+        ("Don't tell your doctor yet, just stop the pills.", "stop_medication"),
+    ],
+)
+def test_what_only_looks_like_a_warning_still_suggests_the_step(reply: str, step: str) -> None:
+    assert _suggested(reply, step) == [step], reply
+
+
+@pytest.mark.parametrize(
+    ("text", "conditions", "step", "blocked"),
+    [
+        # Conflicts dev round 24 (own wording): the whole amount transferred, a loan applied
+        # for, a night's work from an evening hour to three, the last one tonight and zero
+        # from tomorrow after heavy drinking; a day's shift "von 9 bis 3" is no night.
+        (
+            "Everything I saved, I transfer the whole amount to my brother on Friday.",
+            frozenset(),
+            "all_savings",
+            True,
+        ),
+        (
+            "I applied for a 40k loan for two more vans, signing Monday.",
+            frozenset(),
+            "debt_for_venture",
+            True,
+        ),
+        (
+            "Ab heute jede Nacht von 23 bis 4 Uhr nähen, um 6 steh ich auf.",
+            frozenset(),
+            "sleep_deprivation",
+            True,
+        ),
+        (
+            "Tonight's the last one, from tomorrow zero, on my own.",
+            frozenset({"heavy_drinking"}),
+            "alcohol_cold_turkey",
+            True,
+        ),
+    ],
+)
+def test_steps_of_conflicts_dev_round_24(
+    text: str, conditions: frozenset[str], step: str, blocked: bool
+) -> None:
+    assert (step in _ruled(text, conditions)) is blocked, text
+
+
+def test_a_day_shift_ending_at_three_is_no_night_cut_short() -> None:
+    assert "sleep_deprivation" not in _ruled(
+        "Ich arbeite von 9 bis 3 Uhr in der Kita.", frozenset()
+    )
