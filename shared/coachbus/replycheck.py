@@ -53,7 +53,9 @@ _ARTEFACTS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"[\[\]<>]|\bTODO\b|\bN/A\b|\bTBD\b"), "bracketed marker"),
 )
 
-_DU_FORMS = re.compile(r"\b(?:du|dich|dir|dein|deine|deinen|deinem|deiner|deines)\b", re.I)
+# Not the first part of a compound ("Du-Kultur", "Du-Form", replies dev de-1112): a
+# word about the du, not an address.
+_DU_FORMS = re.compile(r"\b(?:du|dich|dir|dein|deine|deinen|deinem|deiner|deines)\b(?!-\w)", re.I)
 _SIE_FORMS = re.compile(r"\b(?:Sie|Ihnen|Ihr|Ihre|Ihren|Ihrem|Ihrer|Ihres)\b")
 # What may stand right before a sentence-initial word: a sentence end, a colon, an
 # opening quote or a dash (or nothing: the start of the reply).

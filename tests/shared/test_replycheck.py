@@ -52,6 +52,8 @@ CASES: list[tuple[str, Register, bool]] = [
     # A sentence-initial possessive about a third person ("her advice").
     ("Du warst bei deiner Ärztin. Ihr Rat klingt vernünftig, findest du nicht?", "informal", True),
     ("Sie war gestern da. Wie geht es dir damit?", "informal", True),
+    # A compound about the du is no address (replies dev de-1112, own wording).
+    ("Die Du-Kultur in Ihrem Team muss Sie nicht stören.", "formal", True),
     # Real slips are still caught.
     ("Wann wollen Sie diese Woche laufen gehen, und wie oft?", "informal", False),
     ("Das ist Ihr Plan, und ich finde ihn gut.", "informal", False),

@@ -204,6 +204,14 @@ def test_redelivery_is_idempotent() -> None:
         ("Ka anzigs Spü ausglassn heuer.", False, True),
         ("12 goals in 15 games this season.", False, True),
         ("Jede Prüfung im ersten Versuch, Schnitt 1,9.", False, True),
+        # Conflicts dev round 25 (own wording, short and blunt).
+        ("2 papers accepted this year.", False, True),
+        ("Cleared the bar exam first go.", False, True),
+        ("amateur boxer, 12-2", False, True),
+        ("won the county cup 3 yrs running", False, True),
+        ("Bisher lauter Einser.", False, True),
+        ("Master fertig, fester Job.", False, True),
+        ("Torschützenkönig letzte Saison.", False, True),
         # Not a record: a superlative said of something else.
         ("Das Beste wäre wohl, ich kündige einfach.", False, False),
         ("I only want the best for my kids.", False, False),

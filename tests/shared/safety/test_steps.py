@@ -2639,3 +2639,56 @@ def test_a_day_shift_ending_at_three_is_no_night_cut_short() -> None:
     assert "sleep_deprivation" not in _ruled(
         "Ich arbeite von 9 bis 3 Uhr in der Kita.", frozenset()
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "conditions", "step"),
+    [
+        # Conflicts dev round 25 (own wording, short and blunt): the whole sum on a lease,
+        # one apple a day "mehr nicht", back on the wall "tmrw" with an injury, a withdrawal
+        # sat out alone.
+        ("whole 25k on the van + stock. all in", frozenset(), "all_savings"),
+        ("Bis zum Casting eine Banane am Tag, mehr nicht.", frozenset(), "crash_diet"),
+        ("strapped it. back on the wall tmrw", frozenset({"injury"}), "train_through_injury"),
+        ("I'll sit out the shakes on my own this weekend.", frozenset(), "alcohol_cold_turkey"),
+    ],
+)
+def test_steps_of_conflicts_dev_round_25(text: str, conditions: frozenset[str], step: str) -> None:
+    assert step in _ruled(text, conditions), text
+
+
+def test_a_specialists_weeks_off_reveal_an_injury() -> None:
+    assert "injury" in steps.detect_conditions("Tweaked my finger, doc said 4 wks off.")
+
+
+@pytest.mark.parametrize(
+    ("reply", "step", "suggested"),
+    [
+        # Replies dev round 33 (own wording, two minds): a taper done alone, two pills
+        # instead of one tonight with the doctor told later; a warning that skipping meals
+        # backfires, and a reply that keeps the savings as a net and tests first.
+        (
+            "Your doctor may disagree, but tapering off the citalopram yourself is fine.",
+            "stop_medication",
+            True,
+        ),
+        (
+            "Vorsicht ist gut. Heute Abend aber zwei statt einer, den Hausarzt informieren Sie "
+            "nächste Woche.",
+            "stop_medication",
+            True,
+        ),
+        (
+            "Mahlzeiten auslassen geht meist nach hinten los, iss lieber regelmäßig.",
+            "crash_diet",
+            False,
+        ),
+        (
+            "Love it! I'd keep most of the 25k as a safety net and test the idea first.",
+            "all_savings",
+            False,
+        ),
+    ],
+)
+def test_replies_of_replies_dev_round_33(reply: str, step: str, suggested: bool) -> None:
+    assert _suggested(reply, step) == ([step] if suggested else []), reply
