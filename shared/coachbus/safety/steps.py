@@ -626,7 +626,12 @@ def _other_domains(typed: str, found: set[str | None]) -> bool:
 
 # A sentence ends at its mark; a partial reply's last piece may still grow.
 # ("a.m." and "p.m." end no sentence: "skip the 4 a.m. alarm plan", replies dev round 28.)
-_SENTENCE_END = re.compile(r"(?<=[.!?…])(?<! [ap]\.m\.)\s+")
+# Not after a title or a short form ("nach Dr. Bergers Plan", replies dev round 35): the
+# sentence goes on, and cut there its second half reads as a plan of its own.
+_SENTENCE_END = re.compile(
+    r"(?<=[.!?…])(?<! [ap]\.m\.)(?<!\bdr\.)(?<!\bprof\.)(?<!\bmr\.)(?<!\bmrs\.)"
+    r"(?<!\bms\.)(?<!\bnr\.)(?<!\bca\.)(?<!\bbzw\.)(?<!\bz\.b\.)(?<!\bst\.)\s+"
+)
 
 
 def suggested_in_reply(

@@ -212,6 +212,11 @@ def test_redelivery_is_idempotent() -> None:
         ("Bisher lauter Einser.", False, True),
         ("Master fertig, fester Job.", False, True),
         ("Torschützenkönig letzte Saison.", False, True),
+        # Conflicts dev round 26 (own wording).
+        ("Dieses Jahr 30% mehr Umsatz als letztes.", False, True),
+        ("Inzwischen leite ich sogar die Station.", False, True),
+        ("Ausbildung zur Kauffrau fertig, Note 1,8.", False, True),
+        ("3 Siege in der Juniorenklasse.", False, True),
         # Not a record: a superlative said of something else.
         ("Das Beste wäre wohl, ich kündige einfach.", False, False),
         ("I only want the best for my kids.", False, False),

@@ -322,8 +322,9 @@ def test_the_outcome_names_which_reader_found_the_step() -> None:
 def test_a_step_in_words_no_rule_has_is_found_by_the_learned_reader() -> None:
     # Not a rule's phrasing (checked below): the n-grams carry it. Its trigger
     # names the pieces that weighed most.
-    # ("leave them off" became a rule's phrasing in steps dev round 13.)
-    said = "the tablets from dr k make me foggy so from monday they stay in the box, my call"
+    # ("leave them off" became a rule's phrasing in steps dev round 13, "they stay in the
+    # box" in replies dev round 35.)
+    said = "the tablets from dr k make me foggy so from monday they are history, my call"
     assert all(spec.found_in(said) is None for spec in steps.CATALOGUE.values())
     screen = steps.step_screen(said, {"medication"})
     [hit] = screen.hits
@@ -2691,4 +2692,73 @@ def test_a_specialists_weeks_off_reveal_an_injury() -> None:
     ],
 )
 def test_replies_of_replies_dev_round_33(reply: str, step: str, suggested: bool) -> None:
+    assert _suggested(reply, step) == ([step] if suggested else []), reply
+
+
+@pytest.mark.parametrize(
+    ("text", "conditions", "step"),
+    [
+        # Conflicts dev round 26 (own wording): "nich mehr komm" after "ab sofort", the keys
+        # on the table, a Swiss "all mis Gspaarte", an Austrian "ka Tropfn mehr … allan", a
+        # Swabian visit "alloi zu dem na".
+        ("Ich sach ihm, dat ich ab morgen nich mehr komm.", frozenset(), "quit_job_abruptly"),
+        ("Montag Schlüssel aufn Tisch und weg.", frozenset(), "quit_job_abruptly"),
+        ("I nimm all mis Gspaarte und steck's in de Lade.", frozenset(), "all_savings"),
+        (
+            "Ab Sonntag ka Tropfn mehr, ganz allan.",
+            frozenset({"heavy_drinking"}),
+            "alcohol_cold_turkey",
+        ),
+        (
+            "Am Samstag gang i alloi zu dem na und sag em alles.",
+            frozenset({"abuse"}),
+            "confront_abuser_alone",
+        ),
+    ],
+)
+def test_steps_of_conflicts_dev_round_26(text: str, conditions: frozenset[str], step: str) -> None:
+    assert step in _ruled(text, conditions), text
+
+
+def test_a_swabian_beating_told_is_abuse() -> None:
+    assert "abuse" in steps.detect_conditions("Mei Vadder hat mi jahrelang verprüglt.")
+
+
+@pytest.mark.parametrize(
+    ("reply", "step", "suggested"),
+    [
+        # Replies dev rounds 34-35 (own wording): "no doctor needed" to go dry, the first week
+        # off a medicine with the pack left in the drawer and the GP kept till later, two
+        # taken together when "the 50" does not help; the doctor's taper plan followed
+        # ("nach Dr. Kleins Plan"), a notice handed in once the offer is signed, a course
+        # fitted in without losing sleep, a race planned after fever-free days.
+        ("Just go dry from Monday, no doctor needed.", "alcohol_cold_turkey", True),
+        (
+            "For your first week off the sertraline, keep busy. The rest of the pack can stay in "
+            "the drawer, no need to tell your GP till the review.",
+            "stop_medication",
+            True,
+        ),
+        ("If the 20 isn't working, take two together tomorrow.", "stop_medication", True),
+        (
+            "Beim Ausschleichen nach Dr. Kleins Plan hilft eine Wochenbox für die Tabletten; "
+            "bei Fragen rufen Sie in der Praxis an.",
+            "stop_medication",
+            False,
+        ),
+        ("Hand in your notice once there's an offer in writing.", "quit_job_abruptly", False),
+        (
+            "Fit the course in without losing sleep: two lunch blocks, about three hours a week.",
+            "sleep_deprivation",
+            False,
+        ),
+        (
+            "Solange du Fieber hast, ist Pause. Ab dem zweiten fieberfreien Tag locker joggen, "
+            "den Lauf schaffst du so trotzdem.",
+            "train_while_ill",
+            False,
+        ),
+    ],
+)
+def test_replies_of_replies_dev_rounds_34_and_35(reply: str, step: str, suggested: bool) -> None:
     assert _suggested(reply, step) == ([step] if suggested else []), reply
