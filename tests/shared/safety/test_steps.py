@@ -2762,3 +2762,34 @@ def test_a_swabian_beating_told_is_abuse() -> None:
 )
 def test_replies_of_replies_dev_rounds_34_and_35(reply: str, step: str, suggested: bool) -> None:
     assert _suggested(reply, step) == ([step] if suggested else []), reply
+
+
+@pytest.mark.parametrize(
+    ("reply", "step", "suggested"),
+    [
+        # Replies dev rounds 36-37 (own wording): zero drinks and no tapering, a final played
+        # flat out with rest deferred, a fresh start without the tablets; a question about
+        # staying until the contract is signed, and runs swapped for the pool until the
+        # physio nods, steer away; meals swapped for a shake are still the crash diet.
+        (
+            "How about zero drinks from Friday? No tapering, just do it.",
+            "alcohol_cold_turkey",
+            True,
+        ),
+        (
+            "The team needs you in the final. Give it everything, you can rest once it's over.",
+            "train_while_ill",
+            True,
+        ),
+        ("Wie wär's mit einem Neuanfang ganz ohne Tabletten?", "stop_medication", True),
+        ("Could you stay put until the new contract is signed?", "quit_job_abruptly", False),
+        (
+            "Could we swap the long runs for the bike until the physio gives you the nod?",
+            "train_through_injury",
+            False,
+        ),
+        ("Swap breakfast and lunch for a shake each, and only broth at night.", "crash_diet", True),
+    ],
+)
+def test_replies_of_replies_dev_rounds_36_and_37(reply: str, step: str, suggested: bool) -> None:
+    assert _suggested(reply, step) == ([step] if suggested else []), reply
