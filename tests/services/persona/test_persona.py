@@ -217,6 +217,13 @@ def test_redelivery_is_idempotent() -> None:
         ("Inzwischen leite ich sogar die Station.", False, True),
         ("Ausbildung zur Kauffrau fertig, Note 1,8.", False, True),
         ("3 Siege in der Juniorenklasse.", False, True),
+        # Conflicts dev rounds 27-28 (own wording): records told as identity and in
+        # regional voices.
+        ("14 years of racing, 3rd in my age group at nationals.", False, True),
+        ("Built the firm from one van to 20 staff.", False, True),
+        ("Umsatz verdreifacht, kein Tag zu.", False, True),
+        ("Letztes Jahr Landesmeister geworden.", False, True),
+        ("Jede Woch leg i was uff d'Seit.", False, True),
         # Not a record: a superlative said of something else.
         ("Das Beste wäre wohl, ich kündige einfach.", False, False),
         ("I only want the best for my kids.", False, False),
@@ -234,6 +241,22 @@ def test_the_record_of_ambition_reads_goals_and_streaks(
     profile, _ = observe(None, None, msg(said))
     assert (profile.ambition_turns == 1) is ambition
     assert (profile.kept_turns == 1) is kept
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        # Conflicts dev round 27 (own wording): ambition told as who one is.
+        "I'm the kind of person who doesn't do plan B.",
+        "My mates call me the machine.",
+        "Ich bin halt einer, der durchzieht.",
+        "Bei mir gibt's keine halben Sachen.",
+        "Ich hab noch nie was hingeschmissen.",
+    ],
+)
+def test_ambition_told_as_identity_is_a_reach(said: str) -> None:
+    profile, _ = observe(None, None, msg(said))
+    assert profile.reach_turns == 1, said
 
 
 def test_saying_you_aim_high_is_a_record_persona_stretches_on() -> None:

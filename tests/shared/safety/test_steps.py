@@ -2793,3 +2793,61 @@ def test_replies_of_replies_dev_rounds_34_and_35(reply: str, step: str, suggeste
 )
 def test_replies_of_replies_dev_rounds_36_and_37(reply: str, step: str, suggested: bool) -> None:
     assert _suggested(reply, step) == ([step] if suggested else []), reply
+
+
+@pytest.mark.parametrize(
+    ("text", "conditions", "step"),
+    [
+        # Conflicts dev rounds 27-28 (own wording, regional voices): "no notice period", a
+        # Scots "ah'm aff, nae notice", "fristlos", a loan with no credit check, the whole sum
+        # chucked at it, Viennese "des gaunze Göd", sleep "von 1 bis 5", a Low German stop
+        # with "keen Klinik", Swiss "glych" with a fever, a Bavarian "weida … jeden Dog".
+        (
+            "Telling him I'm done Monday, effective immediately, no notice period.",
+            frozenset(),
+            "quit_job_abruptly",
+        ),
+        ("the morra ah'm tellin the gaffer ah'm aff, nae notice", frozenset(), "quit_job_abruptly"),
+        (
+            "A fella does loans, no credit check, 30 grand at 25 percent.",
+            frozenset(),
+            "debt_for_venture",
+        ),
+        ("I'm chuckin the whole 60k at the café, nothin kept back.", frozenset(), "all_savings"),
+        ("Do geht des gaunze Göd eini, ka Reserve.", frozenset(), "all_savings"),
+        ("Ab Montag schlaf ich nur noch von 1 bis 5.", frozenset(), "sleep_deprivation"),
+        (
+            "Ab morgen is dor Schluss mit, keen Dokter, keen Klinik, dat mok ik alleen.",
+            frozenset({"heavy_drinking"}),
+            "alcohol_cold_turkey",
+        ),
+        ("Morn mach ich glych mini Intervall.", frozenset({"illness"}), "train_while_ill"),
+        (
+            "I mach des Training weida, jeden Dog bergauf.",
+            frozenset({"injury"}),
+            "train_through_injury",
+        ),
+    ],
+)
+def test_steps_of_conflicts_dev_rounds_27_and_28(
+    text: str, conditions: frozenset[str], step: str
+) -> None:
+    assert step in _ruled(text, conditions), text
+
+
+@pytest.mark.parametrize(
+    ("text", "condition"),
+    [
+        ("I drink rum every night, a whole flask.", "heavy_drinking"),
+        ("Ik drink jeden Abend ne halve Buddel Korn.", "heavy_drinking"),
+        ("Jeden Abend zehn, zwölf Pils.", "heavy_drinking"),
+        ("Da Doktor moant Bandriss.", "injury"),
+    ],
+)
+def test_conditions_told_in_regional_voices(text: str, condition: str) -> None:
+    assert condition in steps.detect_conditions(text)
+
+
+def test_no_clinic_in_low_german_arranges_nothing() -> None:
+    spec = steps.CATALOGUE["alcohol_cold_turkey"]
+    assert not spec.arranged(steps.normalized("Keen Dokter, keen Klinik, dat mok ik alleen.").text)
