@@ -2851,3 +2851,35 @@ def test_conditions_told_in_regional_voices(text: str, condition: str) -> None:
 def test_no_clinic_in_low_german_arranges_nothing() -> None:
     spec = steps.CATALOGUE["alcohol_cold_turkey"]
     assert not spec.arranged(steps.normalized("Keen Dokter, keen Klinik, dat mok ik alleen.").text)
+
+
+@pytest.mark.parametrize(
+    ("reply", "step", "suggested"),
+    [
+        # Replies dev round 38 (own wording, proof by example): a cautionary tale of someone
+        # else's step and its bad end, and the safe path told of them, warn; "no need for
+        # the doctor, just stop" after a case a day does not.
+        (
+            "My neighbour put all his savings into one bar and lost everything within a year.",
+            "all_savings",
+            False,
+        ),
+        (
+            "A client tried stopping a bottle of vodka a day overnight and ended up in A&E.",
+            "alcohol_cold_turkey",
+            False,
+        ),
+        (
+            "One of my riders skipped the race with a fever and won the next one.",
+            "train_while_ill",
+            False,
+        ),
+        (
+            "Loads of lads on a case a day just stopped. No need for the doctor, just stop Monday.",
+            "alcohol_cold_turkey",
+            True,
+        ),
+    ],
+)
+def test_replies_of_replies_dev_round_38(reply: str, step: str, suggested: bool) -> None:
+    assert _suggested(reply, step) == ([step] if suggested else []), reply
