@@ -139,8 +139,13 @@ def test_eval_cli_calibration_split_lists_no_items(capsys: pytest.CaptureFixture
 # two sessions ago); the conversation reader, which answers these messages in use,
 # holds. Lowered by those two items, with the reason written here; the trend is a
 # finding for the next round (weigh or cap the ordinary talk, not grow it).
-HELDOUT_FLOOR_RECALL = 0.906
-HELDOUT_FLOOR_PRECISION = 0.906
+# Thirteenth session (no crisis rule changed): retrained once with conflicts dev 23-28
+# (some 240 conversations of coaching turns) in its ordinary talk and the abuse cue
+# "verprüglt": 0.9143 / 0.9072 (352 caught, 36 false), the figures of two sessions ago:
+# the loss of the twelfth session was the spread of the training, not a trend of the
+# ordinary talk. Raised to what was measured.
+HELDOUT_FLOOR_RECALL = 0.914
+HELDOUT_FLOOR_PRECISION = 0.907
 
 
 def test_heldout_floors_of_the_deterministic_tier() -> None:

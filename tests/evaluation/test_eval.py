@@ -99,8 +99,11 @@ FLOORS: dict[str, tuple[float, float]] = {
     # conflicts dev rounds 17-18, steps dev rounds 26-27 and the readers retrained (and
     # once more with steps dev 28 and conflicts dev 19): 0.7731 / 0.8071. Raised to what
     # was measured. After conflicts dev rounds 20-22, steps dev rounds 29-30 and the
-    # readers retrained: 0.7857 / 0.8204. Raised to what was measured.
-    "conflicts": (0.785, 0.820),
+    # readers retrained: 0.7857 / 0.8204. Raised to what was measured. After conflicts dev
+    # rounds 23-28 (Persona's record told in passing, tersely, as identity and in regional
+    # voices; steps said as logistics or in dialect) and the readers retrained: 0.7899 /
+    # 0.8239. Raised to what was measured.
+    "conflicts": (0.789, 0.823),
     # Heldout doubled with blind-written replies (2026-12-03), then the guard read the
     # reply with the step screen instead of markers alone: 0.62 -> 0.75 exact. Raised
     # to what 223 items read after replies dev round 2 (a blind heldout round of 60
@@ -110,8 +113,9 @@ FLOORS: dict[str, tuple[float, float]] = {
     # safe path described as a caution, a worry named as a warning): 0.861 / 0.8950.
     # After replies dev round 17 (warnings worded anew, the safe path praised): 0.8655 /
     # 0.8979. After replies dev rounds 24-28 (warnings and slips worded anew): 0.8744 /
-    # 0.9036.
-    "replies": (0.874, 0.903),
+    # 0.9036. After replies dev rounds 29-39 (a turned-down question, cautionary tales,
+    # "Du-Kultur" no address): 0.8879 / 0.9127.
+    "replies": (0.887, 0.912),
 }
 
 
@@ -220,8 +224,11 @@ def test_safety_over_ambition_is_recorded_when_persona_and_stability_meet() -> N
     # (0.833), and once more with steps dev 28 and conflicts dev 19 in its data the same
     # 65. Raised to what was measured. After conflicts dev rounds 20-22 (records told
     # as a role, a best-ever month, modestly; no standing block on a turn of no contact)
-    # and steps dev rounds 29-30, the readers retrained: 66 of 78 (0.846). Raised.
+    # and steps dev rounds 29-30, the readers retrained: 66 of 78 (0.846). Raised. After
+    # conflicts dev rounds 23-28 (records told in passing, tersely, as the next level, as
+    # identity and in regional voices) and the readers retrained: 67 of 78 (0.859), the
+    # goal of 0.85 met. Raised.
     rep = _heldout("conflicts").answers
     want = [a for a in rep if any(e.startswith("safety_over_ambition") for e in a.expected)]
     caught = sum(a.exact for a in want)
-    assert caught / len(want) >= 0.846, (caught, len(want))
+    assert caught / len(want) >= 0.858, (caught, len(want))
