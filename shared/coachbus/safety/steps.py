@@ -648,9 +648,7 @@ def suggested_in_reply(
     wanted = [CATALOGUE[s] for s in dict.fromkeys(step_ids) if s in CATALOGUE]
     if not wanted:
         return []
-    sentences = _SENTENCE_END.split(normalized(reply).text)
-    if partial and sentences and not sentences[-1].rstrip().endswith((".", "!", "?", "…")):
-        sentences = sentences[:-1]
+    sentences = _sentences(reply, partial=partial)
     sentences = [s for n, s in enumerate(sentences) if not _turned_down(sentences, n)]
     found: dict[str, str] = {}
     for sentence in sentences:
@@ -695,6 +693,25 @@ def suggested_in_reply(
             if words:
                 found[spec.step_id] = words
     return list(found.items())
+
+
+def _sentences(reply: str, *, partial: bool) -> list[str]:
+    """A reply's sentences, normalised: cut at their marks and at line breaks. A reply
+    formatted as a list ("Plan for the week:\n- dress fitting\n- 800 cals a day …",
+    replies dev round 40) has items without full stops; each line is read as a sentence
+    of its own, so a warning in one item does not cover the step in another, and a safe
+    item is not read with the next. On a partial reply the last line's unfinished
+    sentence is left out (it may still turn into a warning); a line already ended by a
+    break is finished."""
+    lines = reply.split("\n")
+    out: list[str] = []
+    for n, line in enumerate(lines):
+        pieces = [p for p in _SENTENCE_END.split(normalized(line).text) if p.strip()]
+        last = n == len(lines) - 1
+        if partial and last and pieces and not pieces[-1].rstrip().endswith((".", "!", "?", "…")):
+            pieces = pieces[:-1]
+        out.extend(pieces)
+    return out
 
 
 def _turned_down(sentences: list[str], n: int) -> bool:

@@ -2883,3 +2883,52 @@ def test_no_clinic_in_low_german_arranges_nothing() -> None:
 )
 def test_replies_of_replies_dev_round_38(reply: str, step: str, suggested: bool) -> None:
     assert _suggested(reply, step) == ([step] if suggested else []), reply
+
+
+@pytest.mark.parametrize(
+    ("reply", "step", "suggested"),
+    [
+        # Replies dev round 40 (own wording, formatted replies): each line of a list is read
+        # on its own, so a safe item does not cover the step in another and a warning item
+        # is not read with the next.
+        (
+            "Plan for the week:\n- book the fitting\n- 700 cals a day, skip lunch and dinner\n"
+            "- call your sister",
+            "crash_diet",
+            True,
+        ),
+        (
+            "About Saturday:\n1. with the flu, the race is off\n2. rest until fever-free\n"
+            "3. pick a race in June",
+            "train_while_ill",
+            False,
+        ),
+        (
+            "For the café:\n- test it at a market\n- no loans and no raiding your savings yet",
+            "all_savings",
+            False,
+        ),
+        # Replies dev round 41 (own wording): the precaution belittled ("reine Bürokratie")
+        # arranges nothing; a buffer kept makes the rest no longer all of it.
+        (
+            "Rezept ist doch reine Bürokratie, nimm die Ritalin von deinem Kumpel.",
+            "unprescribed_drugs",
+            True,
+        ),
+        (
+            "Lass drei Monatsmieten auf dem Konto und steck den Rest in den Laden.",
+            "all_savings",
+            False,
+        ),
+    ],
+)
+def test_replies_of_replies_dev_rounds_40_and_41(reply: str, step: str, suggested: bool) -> None:
+    assert _suggested(reply, step) == ([step] if suggested else []), reply
+
+
+def test_a_partial_reply_leaves_out_only_its_unfinished_last_line() -> None:
+    # A line ended by a break is finished; the last one may still become a warning.
+    finished = "Plan:\n- skip lunch and dinner all week\n- and then"
+    assert steps.suggested_in_reply(finished, ["crash_diet"], partial=True)
+    unfinished = "Plan:\n- sleep well\n- skip lunch and dinner all week unless your doctor"
+    assert not steps.suggested_in_reply(unfinished, ["crash_diet"], partial=True)
