@@ -6,7 +6,7 @@ from bench.readers import readers
 from coachbus.safety import screen, steps
 
 # No rule reads it; the learned readers do (tests/shared/safety/test_steps.py).
-LEARNED_ONLY = "the tablets from dr k make me foggy so from monday they stay in the box, my call"
+LEARNED_ONLY = "the tablets from dr k make me foggy so from monday they are history, my call"
 
 
 def test_the_switch_hides_both_readers_and_puts_them_back() -> None:
