@@ -18,7 +18,7 @@ import re
 import string
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal, TypeVar
+from typing import Final, Literal, TypeVar
 
 from coachbus import content as C
 from coachbus.normalize import normalize
@@ -37,15 +37,25 @@ _SPACE = re.compile(r"\s+")
 _PKG = "coachbus.content"
 
 
-def _stop_words() -> tuple[frozenset[str], frozenset[str]]:
+def _stop_words() -> tuple[frozenset[str], frozenset[str], dict[str, frozenset[str]]]:
     doc = C.read(_PKG, "stop_words.toml")
-    C.only(doc, doc.raw, ("en", "de"), "")
+    C.only(doc, doc.raw, ("en", "de", "other"), "")
     # Read in the normaliser's form (ä as ae, "don't" as "do not"), like every screen.
     en, de = (frozenset(normalize(C.text(doc, doc.raw.get(k), k)).split()) for k in ("en", "de"))
-    return en, de
+    other = {
+        name: frozenset(normalize(C.text(doc, value, f"other.{name}")).split())
+        for name, value in C.table(doc, doc.raw.get("other", {}), "other").items()
+    }
+    return en, de, other
 
 
-_EN_STOP, _DE_STOP = _stop_words()
+_EN_STOP, _DE_STOP, _OTHER_STOP = _stop_words()
+# A sentence is judged on its own only with this many words: "Let's go!" in a German
+# reply is no English sentence.
+FOREIGN_MIN_WORDS: Final = 6
+# How many more of the other language's stop words than of the reply's own a sentence
+# needs to read as written in it.
+FOREIGN_MARGIN: Final = 3
 _TOKEN = re.compile(r"[a-z]+")
 _UMLAUT = re.compile(r"[äöüßÄÖÜ]")
 
@@ -121,6 +131,28 @@ def detect_register(text: str) -> Register | None:
 
 
 # --------------------------------------------------------------------------- sentences, quotes
+
+
+def foreign_sentence(text: str, language: Language) -> str | None:
+    """The language of a sentence of ``text`` written in another language than
+    ``language`` (a code: "de", "en", "es", …), or None. A reply that is mostly in its
+    language can still switch for a sentence ("Continua ad allenarti ogni giorno anche
+    con il dolore", replies dev round 42); the whole reply's count does not see it."""
+    # The whole reply first (a reply of short sentences all in Spanish), then each sentence.
+    for sentence in [text, *sentences(text)]:
+        toks = _TOKEN.findall(normalize(sentence))
+        if len(toks) < FOREIGN_MIN_WORDS:
+            continue
+        en = sum(1 for t in toks if t in _EN_STOP)
+        de = sum(1 for t in toks if t in _DE_STOP) + min(3, len(_UMLAUT.findall(sentence)))
+        own, rival = (en, de) if language == "en" else (de, en)
+        if rival - own >= FOREIGN_MARGIN:
+            return "de" if language == "en" else "en"
+        for name, stop in _OTHER_STOP.items():
+            n = sum(1 for t in toks if t in stop)
+            if n >= FOREIGN_MARGIN and n > en + de:
+                return name
+    return None
 
 
 def sentences(text: str) -> list[str]:

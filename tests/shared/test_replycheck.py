@@ -13,7 +13,7 @@ from coachbus.contracts.payloads import (
     SheetTone,
 )
 from coachbus.replycheck import check_reply, register_problem
-from coachbus.text import Register
+from coachbus.text import Language, Register
 from services.coach.prompts import problems
 from services.synth.logic import validate
 
@@ -199,3 +199,49 @@ def test_null_is_a_json_artefact_only_as_json_has_it() -> None:
     assert artefact_problems("Von fünf Flaschen auf null: So sieht Entschlossenheit aus.") == []
     assert artefact_problems('Gut gemacht. "tone": null') != []
     assert artefact_problems("Your plan: null") != []
+
+
+@pytest.mark.parametrize(
+    ("text", "flagged"),
+    [
+        # Replies dev round 42 (own wording): an agent as label or speaker, not the word.
+        ("Coach thinks you should rest this week.", True),
+        ("Coach meint: Gönn dir eine Pause.", True),
+        ("Stability blocked this one, sorry.", True),
+        ("A bit more stability at home sounds right.", False),
+        ("Your coach at the club says you're ready.", False),
+    ],
+)
+def test_stability_and_coach_are_artefacts_only_as_labels(text: str, flagged: bool) -> None:
+    from coachbus.replycheck import artefact_problems
+
+    assert bool(artefact_problems(text)) is flagged, text
+
+
+@pytest.mark.parametrize(
+    ("text", "language", "switched"),
+    [
+        # Replies dev round 42 (own wording): a sentence in another language inside a
+        # reply that is mostly in its own.
+        (
+            "Lovely progress with the walks this week. Adesso pensa a cosa ti ha aiutato di più "
+            "e come farlo ancora.",
+            "en",
+            True,
+        ),
+        (
+            "Schön, dass du dranbleibst. Just keep going with the plan and tell me how it went.",
+            "de",
+            True,
+        ),
+        ("¡Qué bien! Ya llevas dos semanas con el plan. ¿Qué te ayuda más?", "en", True),
+        # Quoted speech is someone's words; a short phrase is no sentence of its own.
+        ("Deine Freundin sagt immer „just do it, don't overthink it“. Was meinst du?", "de", False),
+        ("Let's go! Du hast diese Woche viel geschafft und das darfst du feiern.", "de", False),
+    ],
+)
+def test_a_sentence_in_another_language_is_the_wrong_language(
+    text: str, language: Language, switched: bool
+) -> None:
+    found = check_reply(text, language=language, register="informal")
+    assert any(p.startswith("wrong language") for p in found) is switched, found
