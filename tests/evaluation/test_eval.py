@@ -114,8 +114,10 @@ FLOORS: dict[str, tuple[float, float]] = {
     # After replies dev round 17 (warnings worded anew, the safe path praised): 0.8655 /
     # 0.8979. After replies dev rounds 24-28 (warnings and slips worded anew): 0.8744 /
     # 0.9036. After replies dev rounds 29-39 (a turned-down question, cautionary tales,
-    # "Du-Kultur" no address): 0.8879 / 0.9127.
-    "replies": (0.887, 0.912),
+    # "Du-Kultur" no address): 0.8879 / 0.9127. After replies dev rounds 40-43 (a list's
+    # items read one by one; "stability" an artefact only as a label; a sentence in
+    # another language): 0.8969 / 0.9231.
+    "replies": (0.896, 0.923),
 }
 
 
