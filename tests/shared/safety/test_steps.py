@@ -2963,3 +2963,47 @@ def test_a_partial_reply_leaves_out_only_its_unfinished_last_line() -> None:
 )
 def test_replies_of_replies_dev_rounds_44_and_45(reply: str, step: str, suggested: bool) -> None:
     assert _suggested(reply, step) == ([step] if suggested else []), reply
+
+
+@pytest.mark.parametrize(
+    ("reply", "step", "suggested"),
+    [
+        # Replies dev rounds 46-47 (own wording, a coach in a second language): "not one more
+        # drop" with no doctor, two of them in the morning, all of the saved money brought
+        # out, the gym every day on a hurting shoulder ("don't stop the gym" is no warning),
+        # the protective advice set aside ("usually I'd tell you to stay in bed"), and rest
+        # only after the race; warnings "isn't the way", "not a healthy way", "should not
+        # make the race".
+        ("No need for any doctor, from today not one more drop.", "alcohol_cold_turkey", True),
+        (
+            "If the half pill does nothing, take two of them in the morning.",
+            "stop_medication",
+            True,
+        ),
+        ("The money you saved since 2020, bring all of it out for the shop.", "all_savings", True),
+        (
+            "Shoulder is hurting, but don't stop the gym, go every day like before.",
+            "train_through_injury",
+            True,
+        ),
+        (
+            "Usually I'd tell you to stay in bed. But take paracetamol, run it Sunday and rest up "
+            "afterwards.",
+            "train_while_ill",
+            True,
+        ),
+        (
+            "Facing her alone isn't the way; let's plan it with your counsellor.",
+            "confront_abuser_alone",
+            False,
+        ),
+        (
+            "Skipping dinner is not a healthy way to lose weight, let's plan three meals.",
+            "crash_diet",
+            False,
+        ),
+        ("With fever you should not make the race. Stay in bed.", "train_while_ill", False),
+    ],
+)
+def test_replies_of_replies_dev_rounds_46_and_47(reply: str, step: str, suggested: bool) -> None:
+    assert _suggested(reply, step) == ([step] if suggested else []), reply
