@@ -53,8 +53,9 @@ _EN_STOP, _DE_STOP, _OTHER_STOP = _stop_words()
 # A sentence is judged on its own only with this many words: "Let's go!" in a German
 # reply is no English sentence.
 FOREIGN_MIN_WORDS: Final = 6
-# How many more of the other language's stop words than of the reply's own a sentence
-# needs to read as written in it.
+# The margin a sentence needs to read as written in another language: this many more
+# stop words of the rival language (English or German) than of its own, or this many of
+# a third language and more than of English and German together.
 FOREIGN_MARGIN: Final = 3
 _TOKEN = re.compile(r"[a-z]+")
 _UMLAUT = re.compile(r"[äöüßÄÖÜ]")
