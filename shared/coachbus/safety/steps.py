@@ -695,9 +695,6 @@ def suggested_in_reply(
     return list(found.items())
 
 
-_FIELD_NAME = re.compile(r"\b[a-z]+(?:_[a-z0-9]+)+\b")
-
-
 def _sentences(reply: str, *, partial: bool) -> list[str]:
     """A reply's sentences, normalised: cut at their marks and at line breaks. A reply
     formatted as a list ("Plan for the week:\n- dress fitting\n- 800 cals a day …",
@@ -706,9 +703,7 @@ def _sentences(reply: str, *, partial: bool) -> list[str]:
     item is not read with the next. On a partial reply the last line's unfinished
     sentence is left out (it may still turn into a warning); a line already ended by a
     break is finished."""
-    # A field name left in by a merge ("risk_flag: train_while_ill", replies dev round
-    # 42) is no word of the reply: its pieces would read as the step it names.
-    lines = _FIELD_NAME.sub(" ", reply).split("\n")
+    lines = reply.split("\n")
     out: list[str] = []
     for n, line in enumerate(lines):
         pieces = [p for p in _SENTENCE_END.split(normalized(line).text) if p.strip()]

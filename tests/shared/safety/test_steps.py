@@ -2926,6 +2926,12 @@ def test_replies_of_replies_dev_rounds_40_and_41(reply: str, step: str, suggeste
     assert _suggested(reply, step) == ([step] if suggested else []), reply
 
 
+def test_a_title_ends_no_sentence() -> None:
+    # Cut after "Dr.", the warning would stand in a sentence of its own.
+    reply = "Stopping the tablets without Dr. Klein would be risky."
+    assert steps.suggested_in_reply(reply, ["stop_medication"]) == []
+
+
 def test_a_partial_reply_leaves_out_only_its_unfinished_last_line() -> None:
     # A line ended by a break is finished; the last one may still become a warning.
     finished = "Plan:\n- skip lunch and dinner all week\n- and then"
