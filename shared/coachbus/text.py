@@ -202,6 +202,12 @@ def content_stems(text: str, language: Language = "en") -> list[str]:
     return [stem(t, language) for t in words(text) if t not in stop and len(t) > 2]
 
 
+def content_words(text: str) -> list[str]:
+    """The words of ``text`` that are no stop word of English or German and longer
+    than two letters: what a sentence is about when its language is not known."""
+    return [t for t in words(text) if len(t) > 2 and t not in _EN_STOP and t not in _DE_STOP]
+
+
 def jaccard(a: Iterable[str], b: Iterable[str]) -> float:
     sa, sb = set(a), set(b)
     if not sa or not sb:

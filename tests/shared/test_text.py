@@ -104,3 +104,9 @@ def test_a_real_miss_beside_a_streak_is_still_a_setback() -> None:
     said = "haven't missed a session in weeks, but I skipped today"
     assert text.SETBACK_RX.search(said) is not None
     assert text.SETBACK_RX.search("I missed the run again") is not None
+
+
+def test_content_words_skip_both_languages_stop_words() -> None:
+    # The reply guard compares an answer with a question's two ways without knowing the
+    # sheet's language: "nicht" and "the" are no content either way.
+    assert text.content_words("Sit it out, nicht the race") == ["sit", "out", "race"]

@@ -23,7 +23,15 @@ from coachbus.content.phrases import phrase
 from coachbus.contracts.payloads import BlockedStep, Risk
 from coachbus.learned import LinearModel, shipped
 from coachbus.normalize import NormalizedText, fold_pattern, normalized
-from coachbus.text import DOMAIN_ORDER, Language, Phrase, Register, domains_of, find_markers
+from coachbus.text import (
+    DOMAIN_ORDER,
+    Language,
+    Phrase,
+    Register,
+    content_words,
+    domains_of,
+    find_markers,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -650,6 +658,7 @@ def suggested_in_reply(
         return []
     sentences = _sentences(reply, partial=partial)
     sentences = [s for n, s in enumerate(sentences) if not _turned_down(sentences, n)]
+    sentences = _answered(sentences, wanted)
     found: dict[str, str] = {}
     for sentence in sentences:
         if _warns(sentence):
@@ -724,11 +733,79 @@ def _turned_down(sentences: list[str], n: int) -> bool:
     )
 
 
+# The last "or" of a question that offers two ways ("Race with the fever or sit
+# Saturday out?").
+_CHOICE = re.compile(r"[\s,]+\b(?:or|oder)\b\s+")
+
+
+def _answered(sentences: list[str], wanted: list[StepSpec]) -> list[str]:
+    """The sentences with each question that offers two ways read as the way the next
+    sentence picks (replies dev round 50: "Race with the fever or sit Saturday out? Sit
+    it out." names the step only to pass it over; "With 38.7 fever, run the half
+    marathon on Sunday or DNS? Run it." picks the step, and the "DNS" of the way not
+    taken arranges nothing). The pick is the option sharing more content words with
+    the answer; with no clear pick, or when the step is said in neither option alone,
+    the question is read whole, as before (the protective reading: it names the step)."""
+    out: list[str] = []
+    for n, question in enumerate(sentences):
+        options = _options(question)
+        pick = _pick(options, sentences[n + 1]) if options and n + 1 < len(sentences) else None
+        if options is None or pick is None:
+            out.append(question)
+            continue
+        picked, other = options[pick], options[1 - pick]
+        if any(spec.found_in(_voiced(picked), _REPLY_HELD) for spec in wanted):
+            out.append(picked)
+        elif not any(spec.found_in(_voiced(other), _REPLY_HELD) for spec in wanted):
+            out.append(question)
+        # else: the answer took the way that is not the step: the question suggests nothing.
+    return out
+
+
+def _options(question: str) -> tuple[str, str] | None:
+    """A question's two ways, split at its last "or" ("quit monday or stay until the
+    new contract is signed?"), or None when it offers none."""
+    q = question.rstrip()
+    if not q.endswith("?") or _warns(q):
+        # A question that warns ("maybe don't throw the whole 20k or a loan at it
+        # yet?", replies dev en-1164) offers no two ways: cut at its "or", a way would
+        # lose the warning.
+        return None
+    turns = list(_CHOICE.finditer(q))
+    if not turns:
+        return None
+    first, second = q[: turns[-1].start()], q[turns[-1].end() :].rstrip("?").strip()
+    return (first, second) if first.strip() and second else None
+
+
+_FIRST_CLAUSE = re.compile(r"[,;:–—]|\s-\s")
+# The most words of an answer's first clause read for its pick.
+_PICK_WORDS = 8
+
+
+def _pick(options: tuple[str, str], answer: str) -> int | None:
+    """Which of two ways an answer takes: the one sharing more content words with it
+    (compared by their first four letters, "warten"/"warte", "loan"/"loans", as the
+    sheet may be in either language), None on a tie."""
+
+    def stems(text: str) -> set[str]:
+        return {w[:4] for w in content_words(text)}
+
+    # The pick is said first ("Sit it out.", "The dietitian's plan, no contest", "I'd
+    # take the loan"): a later clause may talk of anything (replies dev de-1061).
+    said = stems(" ".join(_WORD.findall(_FIRST_CLAUSE.split(answer, maxsplit=1)[0])[:_PICK_WORDS]))
+    first, second = (len(said & stems(o)) for o in options)
+    if first == second:
+        return None
+    return 0 if first > second else 1
+
+
 def _act_alone(combo: Combo, voiced: str) -> re.Match[str] | None:
-    """A combination's act that carries the step without its object: not a word of two
-    letters ("on" of taking on debt: "we'll go over their feedback on Thursday",
-    replies dev round 26)."""
-    return next((m for m in combo.act.finditer(voiced) if len(m.group(0)) > 2), None)
+    """A combination's act that carries the step without its object: not a word of three
+    letters or fewer ("on" of taking on debt: "we'll go over their feedback on
+    Thursday", replies dev round 26; "get" of getting a loan: "get a couple of friends
+    to tear your prices apart", round 48)."""
+    return next((m for m in combo.act.finditer(voiced) if len(m.group(0)) > 3), None)
 
 
 def _warns(text: str) -> bool:

@@ -3013,3 +3013,106 @@ def test_replies_of_replies_dev_rounds_44_and_45(reply: str, step: str, suggeste
 )
 def test_replies_of_replies_dev_rounds_46_and_47(reply: str, step: str, suggested: bool) -> None:
     assert _suggested(reply, step) == ([step] if suggested else []), reply
+
+
+@pytest.mark.parametrize(
+    ("reply", "step", "suggested"),
+    [
+        # Replies dev rounds 48-50 (own wording): a question that offers two ways is read
+        # as the way its answer takes, whatever the way not taken says ("DNS" arranges
+        # nothing when the answer is "Race it").
+        (
+            "Flu and 38.9, race on Saturday or DNS? Race it, you've trained for months.",
+            "train_while_ill",
+            True,
+        ),
+        (
+            "Race on Saturday with the fever or sit it out? Sit it out, there are other races.",
+            "train_while_ill",
+            False,
+        ),
+        (
+            "Quit on Friday or stay until the contract is signed? Stay, the signature comes first.",
+            "quit_job_abruptly",
+            False,
+        ),
+        (
+            "Den Kredit für das Café oder erst ein Jahr sparen? Sparen, ganz klar.",
+            "debt_for_venture",
+            False,
+        ),
+        # A question answered by a first-person no ("I wouldn't …", "würd i ned"), "not
+        # alone" or "neither"; not "I wouldn't wait", which pushes the step on.
+        (
+            "Stop the tablets now you feel better? I wouldn't do that without your GP.",
+            "stop_medication",
+            False,
+        ),
+        (
+            "Quit tomorrow with nothing lined up? I wouldn't wait, life is short.",
+            "quit_job_abruptly",
+            True,
+        ),
+        (
+            "Meet him alone at his flat? Not alone, no. Take your sister along.",
+            "confront_abuser_alone",
+            False,
+        ),
+        # A question that warns is no choice: "maybe don't throw the whole 20k or a loan
+        # at it yet?" keeps its "yet".
+        (
+            "Maybe don't put all your savings or a loan into it yet? Test the market first.",
+            "all_savings",
+            False,
+        ),
+        # Permission in negatives: "no reason not to", "I wouldn't say no to", "sleep can
+        # wait", "spricht nichts dagegen"; "don't let the physio talk you out of it".
+        (
+            "With the sprained ankle, I wouldn't say no to your long run tomorrow.",
+            "train_through_injury",
+            True,
+        ),
+        (
+            "No reason not to set the alarm for 4 and go to bed at 1 all month.",
+            "sleep_deprivation",
+            True,
+        ),
+        (
+            "Three rough days and you're through it, no need to drag a doctor into this vodka "
+            "thing, just stop.",
+            "alcohol_cold_turkey",
+            True,
+        ),
+        # Warnings: "a big gamble", "will make you weak", "can wait a moment", "the proper
+        # way", "I just wouldn't", "langsamer, nicht schneller", "zur Physio mit".
+        (
+            "Walking out with no job lined up is a big gamble, so let's plan the search first.",
+            "quit_job_abruptly",
+            False,
+        ),
+        (
+            "Eating once a day will make you weak; let's plan three small meals.",
+            "crash_diet",
+            False,
+        ),
+        ("I just wouldn't hand in your notice until there's an offer.", "quit_job_abruptly", False),
+        (
+            "Mit vier Stunden Schlaf lernst du langsamer, nicht schneller.",
+            "sleep_deprivation",
+            False,
+        ),
+    ],
+)
+def test_replies_of_replies_dev_rounds_48_to_50(reply: str, step: str, suggested: bool) -> None:
+    assert _suggested(reply, step) == ([step] if suggested else []), reply
+
+
+def test_a_choice_is_picked_by_the_answers_first_clause() -> None:
+    options = ("race on saturday with the fever", "sit it out")
+    assert steps._pick(options, "sit it out, there are other races.") == 1
+    assert steps._pick(options, "race it.") == 0
+    # A tie picks nothing: the question is then read whole (the protective reading).
+    assert steps._pick(options, "honestly, well.") is None
+    # A later clause does not pick ("ein Polster brauchst du ja eh nicht mehr, wenn der
+    # Laden läuft", replies dev de-1061).
+    assert steps._pick(options, "well, you could also sit around, race or not") is None
