@@ -56,11 +56,13 @@ _ARTEFACTS: tuple[tuple[re.Pattern[str], str], ...] = (
     ),
     (
         re.compile(
-            r"\b[a-z]+_[a-z0-9_]+\b|\b(?:OCEAN|BFI-?10|JSON|payload|blackboard|decision sheet)\b",
+            r"\b[a-z]+_[a-z0-9_]+\b|\b(?:BFI-?10|JSON|payload|blackboard|decision sheet)\b",
             re.I,
         ),
         "field name",
     ),
+    # OCEAN only as the acronym: "the ocean waits" is the sea (replies dev round 51).
+    (re.compile(r"\bOCEAN\b"), "field name"),
     # "null" only as JSON has it (": null", "null]"): in German it is the number zero
     # ("von fünf Flaschen auf null", replies dev round 6).
     (re.compile(r"[{}]|\"\w+\"\s*:|:\s*null\b|\bnull\s*[\]}]"), "JSON fragment"),
@@ -109,6 +111,8 @@ def artefact_problems(text: str) -> list[str]:
     """Merge artefacts in ``text``, one problem per kind."""
     out: list[str] = []
     for rx, what in _ARTEFACTS:
+        if any(f"({what})" in p for p in out):
+            continue
         m = rx.search(text)
         if m:
             out.append(f"merge artefact ({what}): {m.group(0)!r}")

@@ -12,7 +12,7 @@ from coachbus.contracts.payloads import (
     DecisionSheet,
     SheetTone,
 )
-from coachbus.replycheck import check_reply, register_problem
+from coachbus.replycheck import artefact_problems, check_reply, register_problem
 from coachbus.text import Language, Register
 from services.coach.prompts import problems
 from services.synth.logic import validate
@@ -245,3 +245,15 @@ def test_a_sentence_in_another_language_is_the_wrong_language(
 ) -> None:
     found = check_reply(text, language=language, register="informal")
     assert any(p.startswith("wrong language") for p in found) is switched, found
+
+
+def test_ocean_is_a_field_name_only_as_the_acronym() -> None:
+    # "the ocean waits" is the sea (replies dev round 51); OCEAN is the Big Five's field.
+    assert artefact_problems("fever plus flu means the ocean waits, couch and soup") == []
+    assert artefact_problems("Your OCEAN profile says go slow.") == [
+        "merge artefact (field name): 'OCEAN'"
+    ]
+    # One problem per kind, even with two field names.
+    assert artefact_problems("OCEAN and follow_through say go slow.") == [
+        "merge artefact (field name): 'follow_through'"
+    ]
