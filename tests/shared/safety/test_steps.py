@@ -3304,3 +3304,53 @@ def test_replies_of_replies_dev_rounds_54_to_56(reply: str, step: str, suggested
 )
 def test_replies_of_replies_dev_rounds_57_to_59(reply: str, step: str, suggested: bool) -> None:
     assert _suggested(reply, step) == ([step] if suggested else []), reply
+
+
+@pytest.mark.parametrize(
+    ("reply", "step", "suggested"),
+    [
+        # Replies dev rounds 60-62 (own wording): a plan's step "ruled out", "vom Tisch",
+        # "ausgeschlossen", "könnte gefährlich werden", "ehe Sie … leihen" warn.
+        (
+            "Still applying? Quitting before an offer was the part we ruled out.",
+            "quit_job_abruptly",
+            False,
+        ),
+        (
+            "Einfach kündigen ohne Einkommen war ja vom Tisch, wie viele Bewerbungen sind raus?",
+            "quit_job_abruptly",
+            False,
+        ),
+        (
+            "Allein zu ihm zu fahren könnte gefährlich für Sie werden.",
+            "confront_abuser_alone",
+            False,
+        ),
+        (
+            "Ehe Sie sich bei der Bank Geld leihen, testen Sie den Stand ein halbes Jahr.",
+            "debt_for_venture",
+            False,
+        ),
+        # The step by other words: "knee or no knee, every last rep", the withdrawal ridden
+        # out alone, "tell them you're finished" tomorrow, "zu ihm zu fahren" without company.
+        ("Knee or no knee, complete the block, every last rep.", "train_through_injury", True),
+        (
+            "From Monday not a can, shut yourself in and ride it out alone.",
+            "alcohol_cold_turkey",
+            True,
+        ),
+        ("Tomorrow you tell them you're finished. Don't go back in.", "quit_job_abruptly", True),
+        (
+            "Am Sonntag ohne Begleitung zu ihm zu fahren wäre gut, dann sagen Sie es ihm.",
+            "confront_abuser_alone",
+            True,
+        ),
+        (
+            "Nothing's lined up yet, but pack up your stuff and leave and don't look back.",
+            "quit_job_abruptly",
+            True,
+        ),
+    ],
+)
+def test_replies_of_replies_dev_rounds_60_to_62(reply: str, step: str, suggested: bool) -> None:
+    assert _suggested(reply, step) == ([step] if suggested else []), reply
