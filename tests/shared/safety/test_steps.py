@@ -3390,3 +3390,75 @@ def test_replies_of_replies_dev_rounds_60_to_62(reply: str, step: str, suggested
 )
 def test_replies_of_old_dev_misses_read_again(reply: str, step: str, suggested: bool) -> None:
     assert _suggested(reply, step) == ([step] if suggested else []), reply
+
+
+@pytest.mark.parametrize(
+    ("reply", "step", "suggested"),
+    [
+        # Replies dev rounds 63-65 (own wording): two ways stated, not asked, picked by
+        # pointing back ("the first option", "Ihre erste Idee", "your second plan") or by a
+        # bare answer ("The pop-up."); a warning that is one way's own stays with it.
+        (
+            "You're torn between stopping the sertraline on your own now or waiting for your "
+            "review. Honestly, the first option.",
+            "stop_medication",
+            True,
+        ),
+        (
+            "Either cut your sleep to four hours or drop one course evening. Your second plan. "
+            "Cutting sleep would wreck the learning.",
+            "sleep_deprivation",
+            False,
+        ),
+        (
+            "Two ideas: put all your savings into the shop, or a pop-up for a few months. The "
+            "pop-up. Keep the savings out of it for now.",
+            "all_savings",
+            False,
+        ),
+        (
+            "Sie überlegen, es eigenmächtig abzusetzen oder zuerst mit Ihrer Ärztin zu "
+            "sprechen. Ihre erste Idee finde ich gut.",
+            "stop_medication",
+            True,
+        ),
+        (
+            "Going round to his flat alone, or writing it down with your counsellor first? I "
+            "think the first one.",
+            "confront_abuser_alone",
+            True,
+        ),
+        # Warnings of the regional voices: "you'd be mad", "should not be running", "will
+        # only leave you weak", "you gon' burn out", "that's dodgy" (not "a dodgy ankle").
+        ("You're not running that 10k with a fever of 39, you'd be mad.", "train_while_ill", False),
+        ("Strap up that dodgy knee and do legs every day this week.", "train_through_injury", True),
+        (
+            "Easing off now would only set you back, keep at your daily runs on that Achilles.",
+            "train_through_injury",
+            True,
+        ),
+        (
+            "Pour the lot doon the sink the night, nae doctor, ye'll manage.",
+            "alcohol_cold_turkey",
+            True,
+        ),
+        (
+            "Take the BP tablets only on bad days and skip the rest, no need to go back to the "
+            "doctor.",
+            "stop_medication",
+            True,
+        ),
+    ],
+)
+def test_replies_of_replies_dev_rounds_63_to_65(reply: str, step: str, suggested: bool) -> None:
+    assert _suggested(reply, step) == ([step] if suggested else []), reply
+
+
+def test_a_pick_points_back_to_the_first_or_second_way() -> None:
+    options = ("stop it on your own now", "wait for the review")
+    assert steps._pick(options, "honestly, the first option.", by_words=False) == 0
+    assert steps._pick(options, "des zweite, eh klar.", by_words=False) == 1
+    # "the first few days" points to no way; a statement's long answer picks nothing by
+    # its words.
+    assert steps._pick(options, "the first few days are hard.", by_words=False) is None
+    assert steps._pick(options, "waiting for the review is what cowards do", by_words=False) is None
