@@ -3525,3 +3525,59 @@ def test_a_pick_points_back_to_the_first_or_second_way() -> None:
 )
 def test_replies_of_replies_dev_rounds_66_to_68(reply: str, step: str, suggested: bool) -> None:
     assert _suggested(reply, step) == ([step] if suggested else []), reply
+
+
+@pytest.mark.parametrize(
+    ("reply", "step", "suggested"),
+    [
+        # Replies dev rounds 69-71 (own wording): the step forbidden outright warns ("Don't
+        # quit tomorrow with nothing lined up"); "don't play it safe", "don't take tension"
+        # and "don't take more than it says" do not, nor a rule quoted to be waved away.
+        ("Don't quit tomorrow with nothing lined up; apply first.", "quit_job_abruptly", False),
+        ("Don't play it safe, race it with the fever.", "train_while_ill", True),
+        (
+            "Stop the lithium from tomorrow, no need to trouble the doctor, don't take tension.",
+            "stop_medication",
+            True,
+        ),
+        (
+            "The 'don't borrow until it's proven' rule is for people who never start: sign the "
+            "40k loan for the van Thursday.",
+            "debt_for_venture",
+            True,
+        ),
+        # A correction that keeps the step: the extra dose moved to the evening, the
+        # weekend ridden out alone, the stop on the first day of the holiday, alone.
+        (
+            "Don't take both doses in the morning. Add the extra one at night, spread out.",
+            "stop_medication",
+            True,
+        ),
+        (
+            "With a bottle of wine a day, pour it all out Friday and ride out the weekend at "
+            "home by yourself.",
+            "alcohol_cold_turkey",
+            True,
+        ),
+        (
+            "Bei acht Bier am Abend hören Sie im Urlaub komplett auf, allein zu Hause.",
+            "alcohol_cold_turkey",
+            True,
+        ),
+        (
+            "If you get shaky tomorrow, that's just detox doing its thing, stay on the couch.",
+            "alcohol_cold_turkey",
+            True,
+        ),
+        ("Wie wäre es, das Präparat nächste Woche einfach wegzulassen?", "stop_medication", True),
+        # Warnings: "a gamble too big", "not a day before", "not cold turkey".
+        ("Sinking everything you've saved into it is a gamble too big.", "all_savings", False),
+        (
+            "Hand in your notice once the contract's signed, not a day before.",
+            "quit_job_abruptly",
+            False,
+        ),
+    ],
+)
+def test_replies_of_replies_dev_rounds_69_to_71(reply: str, step: str, suggested: bool) -> None:
+    assert _suggested(reply, step) == ([step] if suggested else []), reply
