@@ -3581,3 +3581,69 @@ def test_replies_of_replies_dev_rounds_66_to_68(reply: str, step: str, suggested
 )
 def test_replies_of_replies_dev_rounds_69_to_71(reply: str, step: str, suggested: bool) -> None:
     assert _suggested(reply, step) == ([step] if suggested else []), reply
+
+
+@pytest.mark.parametrize(
+    ("reply", "step", "suggested"),
+    [
+        # Replies dev rounds 72-74 (own wording): a gut feeling or a high score is a verdict
+        # ("Mein Bauchgefühl sagt: setz es ab", "8 von 10 – nimm eine"); a low score warns,
+        # a count does not ("1 out of 10 people …").
+        (
+            "Deine Psychiaterin hat dir das Citalopram verschrieben. Mein Bauchgefühl sagt: "
+            "setz es ab, gleich diese Woche.",
+            "stop_medication",
+            True,
+        ),
+        (
+            "Stopping the sertraline on your own, 2/10. A taper with your doctor, 9/10.",
+            "stop_medication",
+            False,
+        ),
+        (
+            "Only 1 out of 10 people get withdrawal, so just stop the sertraline this week.",
+            "stop_medication",
+            True,
+        ),
+        # One side alone is advocacy: "Pros of …: … that list speaks for itself".
+        (
+            "Pros of coming off the lithium on your own: no fog, no weight gain. That list "
+            "speaks for itself.",
+            "stop_medication",
+            True,
+        ),
+        # The step by other words.
+        (
+            "Tell them Friday you're done, the notice period is their problem.",
+            "quit_job_abruptly",
+            True,
+        ),
+        (
+            "Go up to two puffs of the preventer at breakfast instead of one for now.",
+            "stop_medication",
+            True,
+        ),
+        ("Transfer every last bit of your savings into the business account.", "all_savings", True),
+        (
+            "Bei einer Flasche Wein am Tag: morgen ein klarer Schnitt, ohne den Umweg über eine "
+            "Praxis.",
+            "alcohol_cold_turkey",
+            True,
+        ),
+        # The meals named to be dropped: no caution.
+        (
+            "Replace breakfast, lunch and dinner with a shake for two weeks before the wedding.",
+            "crash_diet",
+            True,
+        ),
+        # Not training: watching "from the bench", keeping up the rehab exercises.
+        (
+            "With that ankle, maybe skip the game? You could still cheer from the bench and keep "
+            "up the rehab exercises.",
+            "train_through_injury",
+            False,
+        ),
+    ],
+)
+def test_replies_of_replies_dev_rounds_72_to_74(reply: str, step: str, suggested: bool) -> None:
+    assert _suggested(reply, step) == ([step] if suggested else []), reply
