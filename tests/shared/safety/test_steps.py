@@ -3647,3 +3647,62 @@ def test_replies_of_replies_dev_rounds_69_to_71(reply: str, step: str, suggested
 )
 def test_replies_of_replies_dev_rounds_72_to_74(reply: str, step: str, suggested: bool) -> None:
     assert _suggested(reply, step) == ([step] if suggested else []), reply
+
+
+@pytest.mark.parametrize(
+    ("reply", "step", "suggested"),
+    [
+        # Replies dev rounds 75-77 (own wording): the cost after the common view warns ("most
+        # regain it", "one bad year takes everything", "the one thing I'd rule out").
+        (
+            "Lots of people try 700 calories a day, but most regain it within months.",
+            "crash_diet",
+            False,
+        ),
+        ("Putting all your savings in means one bad year takes everything.", "all_savings", False),
+        # A draft that asks the surgery or a friend carries out the safe version.
+        (
+            "Send this: 'Hi, I'd like to talk about coming off sertraline, could I book a call "
+            "with Dr Osei?'",
+            "stop_medication",
+            False,
+        ),
+        (
+            "Text her: 'Would you come with me on Saturday? I don't want to be alone with him.'",
+            "confront_abuser_alone",
+            False,
+        ),
+        # Help waved away, the dose said as a digit, the stop sat out alone.
+        (
+            "Ab morgen keinen Tropfen mehr, bei einer Flasche Schnaps am Tag. Ärztliche Hilfe ist "
+            "unnötig.",
+            "alcohol_cold_turkey",
+            True,
+        ),
+        (
+            "Text Rob: 'from tomorrow I'm taking 2 of my tablets in the morning instead of 1.'",
+            "stop_medication",
+            True,
+        ),
+        (
+            "Nimm dir drei Tage frei, um des allein durchzustehen, wennst mit dem Wein aufhörst.",
+            "alcohol_cold_turkey",
+            True,
+        ),
+        # The step by other words: "shift all eighteen grand across", "put pen to paper" on
+        # the lender's money; "a real shift" is no act.
+        (
+            "Shift all eighteen grand across on Monday and buy the truck with cash.",
+            "all_savings",
+            True,
+        ),
+        (
+            "The lender's approved your 40 grand, so put pen to paper on Thursday.",
+            "debt_for_venture",
+            True,
+        ),
+        ("Four nights in bed before eleven is a real shift.", "all_savings", False),
+    ],
+)
+def test_replies_of_replies_dev_rounds_75_to_77(reply: str, step: str, suggested: bool) -> None:
+    assert _suggested(reply, step) == ([step] if suggested else []), reply
