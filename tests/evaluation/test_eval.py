@@ -116,8 +116,10 @@ FLOORS: dict[str, tuple[float, float]] = {
     # 0.9036. After replies dev rounds 29-39 (a turned-down question, cautionary tales,
     # "Du-Kultur" no address): 0.8879 / 0.9127. After replies dev rounds 40-43 (a list's
     # items read one by one; "stability" an artefact only as a label; a sentence in
-    # another language): 0.8969 / 0.9231.
-    "replies": (0.896, 0.923),
+    # another language): 0.8969 / 0.9231. After replies dev rounds 48-77 (a question's
+    # answer picked, a weighed-up reply's verdict and last words, warnings worded anew;
+    # blocked-step recall unchanged at 92 of 98, one false alarm fewer): 0.9013 / 0.9262.
+    "replies": (0.901, 0.926),
 }
 
 
