@@ -404,7 +404,7 @@ _TURNED_DOWN = _top("turned_down")
 # Strich …"): see _verdicts.
 _VERDICT = _top("verdict")
 # One side of a decision weighed up ("Upside of racing with the fever: …"): see
-# suggested_in_reply.
+# _considerations.
 _WEIGHING = _top("weighing")
 # The side for a step only ("Pros of coming off the lithium on your own: …"): a reply
 # that names no other side is advocacy, not a weighing (see _considerations).
@@ -793,7 +793,8 @@ def _landing(sentences: list[str], wanted: list[StepSpec]) -> list[tuple[str, st
     the step named before (its words, its act or its object), and the last two sentences
     neither warn, nor weigh a cost or steer elsewhere, nor ask, and one of them gives the
     go-ahead (`go_ahead` in the data). The reply names the risk on its way, so it warns
-    as a whole; where it lands is what it suggests. On dev: 8 caught, no false alarm."""
+    as a whole; where it lands is what it suggests. On dev when built (round 58): 9
+    caught, no false alarm."""
     if len(sentences) <= _LANDING:
         return []
     body, last = sentences[:-_LANDING], sentences[-_LANDING:]
@@ -843,8 +844,8 @@ def _turned_down(sentences: list[str], n: int) -> bool:
     )
 
 
-# The last "or" of a question that offers two ways ("Race with the fever or sit
-# Saturday out?").
+# The last "or" of a sentence that offers two ways ("Race with the fever or sit
+# Saturday out?", "… oder zuerst mit Ihrer Hausärztin sprechen", "alternativ …").
 _CHOICE = re.compile(r"[\s,]+\b(?:or|oder|alternativ(?:ly)?)\b\s+")
 
 
