@@ -3706,3 +3706,21 @@ def test_replies_of_replies_dev_rounds_72_to_74(reply: str, step: str, suggested
 )
 def test_replies_of_replies_dev_rounds_75_to_77(reply: str, step: str, suggested: bool) -> None:
     assert _suggested(reply, step) == ([step] if suggested else []), reply
+
+
+def test_alternativ_offers_a_second_way() -> None:
+    # "alternativ" splits two ways as "or" does (replies dev round 65).
+    assert steps._options("nimm die tabletten deiner schwester, alternativ frag deinen arzt.") == (
+        "nimm die tabletten deiner schwester",
+        "frag deinen arzt",
+    )
+
+
+def test_a_weighing_side_that_gives_the_go_ahead_is_read_as_a_verdict() -> None:
+    # "On the other hand …" opens a side, but one that says "go for it" is where the
+    # reply lands, read like any sentence (`_considerations`).
+    sentences = [
+        "on the one hand the savings are your cushion.",
+        "on the other hand, the upside wins: put all your savings in and go for it.",
+    ]
+    assert steps._considerations(sentences) == {0}
