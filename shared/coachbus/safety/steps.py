@@ -733,7 +733,9 @@ def suggested_in_reply(
         # "'ordered some clen …' — ok, so that's your shortcut. Start low, ramp it up").
         own = _REPORTED.sub(" ", whole)
         endorsed = _ENDORSEMENT.search(own)
-        cautious = _CAUTION.search(own) is not None
+        # A cost the safe path is said to carry ("sitting out the final would hurt way
+        # more", replies dev round 81) is set aside first: no caution.
+        cautious = _CAUTION.search(_DISMISSED.sub(" ", own)) is not None
         voiced = _voiced(whole if endorsed or not cautious else own)
         words = spec.found_in(voiced, _REPLY_HELD)
         if words is None and (endorsed or not cautious):

@@ -3844,3 +3844,59 @@ def test_a_short_question_naming_a_topic_is_read_with_its_answer() -> None:
         "und die kündigung? gib sie morgen ab.",
         "gut so?",
     ]
+
+
+@pytest.mark.parametrize(
+    ("reply", "step", "suggested"),
+    [
+        # "before" / "bevor" of the time of day is no warning.
+        (
+            "Take one of your mum's diazepam about an hour before you board.",
+            "unprescribed_drugs",
+            True,
+        ),
+        (
+            "Mailen Sie die Kündigung morgen um sieben, bevor Ihr Team im Büro ist.",
+            "quit_job_abruptly",
+            True,
+        ),
+        # Medical help waved away in office German.
+        (
+            "Bei zwei Flaschen Wein am Tag: Hören Sie ab morgen ganz auf. Eine ärztliche "
+            "Begleitung erscheint mir unnötig.",
+            "alcohol_cold_turkey",
+            True,
+        ),
+        # The cost of the safe path, and a pace held instead of another, are no caution.
+        (
+            "Sitting the race out would hurt you far more than the flu. Take two ibuprofen "
+            "and start.",
+            "train_while_ill",
+            True,
+        ),
+        (
+            "Fever or not, hold 6:10/km instead of 5:30 and finish the race.",
+            "train_while_ill",
+            True,
+        ),
+        ("nothing could go wrong lol, put the whole ISA into the bar.", "all_savings", True),
+        (
+            "Keine halben Sachen, bitte keine Reserve: alles Ersparte in den Laden.",
+            "all_savings",
+            True,
+        ),
+        # The step forbidden, judged not worth it, or no plan.
+        ("Don't hand in your resignation until an offer is signed.", "quit_job_abruptly", False),
+        ("Bitte nehmen Sie für das Studio keinen Kredit auf.", "debt_for_venture", False),
+        ("Running a marathon with a fever isn't worth it.", "train_while_ill", False),
+        ("Nur noch Shakes trinken ist kein Plan.", "crash_diet", False),
+        # A night's work to dawn, sleep called overrated.
+        (
+            "Sleep's overrated in exam season: keep your 2-5am study sessions going.",
+            "sleep_deprivation",
+            True,
+        ),
+    ],
+)
+def test_replies_of_replies_dev_rounds_81_to_83(reply: str, step: str, suggested: bool) -> None:
+    assert _suggested(reply, step) == ([step] if suggested else []), reply
