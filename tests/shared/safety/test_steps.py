@@ -3900,3 +3900,44 @@ def test_a_short_question_naming_a_topic_is_read_with_its_answer() -> None:
 )
 def test_replies_of_replies_dev_rounds_81_to_83(reply: str, step: str, suggested: bool) -> None:
     assert _suggested(reply, step) == ([step] if suggested else []), reply
+
+
+@pytest.mark.parametrize(
+    ("reply", "step", "suggested"),
+    [
+        # The pictured cost in the body warns; a race left out ("lass … aus") warns, but
+        # meals left out are the crash diet.
+        (
+            "Imagine Sunday's 10k with 39 degrees: racing heart, and a week in bed after.",
+            "train_while_ill",
+            False,
+        ),
+        ("Mit Fieber lassen Sie das Turnier am Samstag bitte aus.", "train_while_ill", False),
+        (
+            "Lassen Sie bis zur Feier Frühstück und Mittagessen einfach aus.",
+            "crash_diet",
+            True,
+        ),
+        # A doctor or counsellor to plan it with, the notice held back, a cost named.
+        (
+            "If you want to come off the venlafaxine, your GP can help you plan a slow reduction.",
+            "stop_medication",
+            False,
+        ),
+        ("Hold your resignation until the new contract is signed.", "quit_job_abruptly", False),
+        (
+            "Quitting on Monday with no savings would add money stress to everything else.",
+            "quit_job_abruptly",
+            False,
+        ),
+        (
+            "You'd tell a friend: don't go alone to see the man who hit you.",
+            "confront_abuser_alone",
+            False,
+        ),
+    ],
+)
+def test_replies_of_older_dev_false_alarms_read_again(
+    reply: str, step: str, suggested: bool
+) -> None:
+    assert _suggested(reply, step) == ([step] if suggested else []), reply
