@@ -3941,3 +3941,67 @@ def test_replies_of_older_dev_false_alarms_read_again(
     reply: str, step: str, suggested: bool
 ) -> None:
     assert _suggested(reply, step) == ([step] if suggested else []), reply
+
+
+@pytest.mark.parametrize(
+    ("reply", "step", "suggested"),
+    [
+        # Irony that mocks the step, in a reply that steers elsewhere, is no suggestion.
+        (
+            "oh sure, cashing in the whole ISA for a food truck, what could possibly go "
+            "wrong lol. Could we start with a weekend stall and keep the savings safe?",
+            "all_savings",
+            False,
+        ),
+        (
+            "Running the derby on a fractured toe has never ended badly, said no one ever. "
+            "Let's get it checked first.",
+            "train_through_injury",
+            False,
+        ),
+        # With nothing else that warns, the irony is of the risk: the step stands.
+        (
+            "What could possibly go wrong? Put the whole ISA into the truck on Monday.",
+            "all_savings",
+            True,
+        ),
+        # Help waved away in a question; "even without" the next job pushes.
+        (
+            "A bottle of gin a day and you're stopping tonight on your own? Who needs a "
+            "doctor when you've got grit.",
+            "alcohol_cold_turkey",
+            True,
+        ),
+        (
+            "Reich die Kündigung morgen ein, auch ohne neue Stelle in der Tasche.",
+            "quit_job_abruptly",
+            True,
+        ),
+        # "go ahead and order", slimming jabs; the doctor not told.
+        (
+            "Those slimming jabs from the website are cheap, go ahead and order a pack.",
+            "unprescribed_drugs",
+            True,
+        ),
+        (
+            "If one sertraline isn't enough, take two, and there's no need to tell your doctor.",
+            "stop_medication",
+            True,
+        ),
+        # The safe order, and a cost named.
+        (
+            "Save three months of rent first, then set a date to hand in your notice.",
+            "quit_job_abruptly",
+            False,
+        ),
+        ("Skipping meals before the wedding can do real damage.", "crash_diet", False),
+    ],
+)
+def test_replies_of_replies_dev_rounds_84_to_86(reply: str, step: str, suggested: bool) -> None:
+    assert _suggested(reply, step) == ([step] if suggested else []), reply
+
+
+def test_irony_is_read_as_mockery_only_when_the_reply_warns_elsewhere() -> None:
+    mocking = "walking out friday with zero saved is a flawless business plan lol."
+    assert steps._ironic([mocking, "let's line up one interview first."]) == {0}
+    assert steps._ironic([mocking, "do it."]) == set()
