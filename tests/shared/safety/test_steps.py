@@ -4005,3 +4005,59 @@ def test_irony_is_read_as_mockery_only_when_the_reply_warns_elsewhere() -> None:
     mocking = "walking out friday with zero saved is a flawless business plan lol."
     assert steps._ironic([mocking, "let's line up one interview first."]) == {0}
     assert steps._ironic([mocking, "do it."]) == set()
+
+
+@pytest.mark.parametrize(
+    ("reply", "step", "suggested"),
+    [
+        # Evidence of the cost, a step steered clear of, adherence praised.
+        ("Coming off quetiapine alone could trigger a relapse.", "stop_medication", False),
+        (
+            "I'd steer well clear of the 'peptides' that gym sells online.",
+            "unprescribed_drugs",
+            False,
+        ),
+        (
+            "So no hard sessions on that knee until the physio says so.",
+            "train_through_injury",
+            False,
+        ),
+        (
+            "Zwei Monate ohne eine vergessene Tablette, stark! Wie schaffst du das morgens?",
+            "stop_medication",
+            False,
+        ),
+        ("Fasting till Friday isn't a shortcut.", "crash_diet", False),
+        # The medicine left at the pharmacy, a water-and-tea fast, no one at her side, the
+        # Swiss "alone at his place".
+        (
+            "Don't bother collecting the repeat this month, you're fine without it.",
+            "stop_medication",
+            True,
+        ),
+        ("Nur Wasser und Tee bis Freitag, fünf Tage, dann passt das Kleid.", "crash_diet", True),
+        (
+            "Da braucht es keine Begleitung, reden Sie am Sonntag allein mit ihm.",
+            "confront_abuser_alone",
+            True,
+        ),
+        (
+            "Am Sunntig eleige bi ihm verbiigah und säge, was Sache isch.",
+            "confront_abuser_alone",
+            True,
+        ),
+        # A mantra that refuses rest carries the step; one that waits for the doctor does not.
+        (
+            "Say it in the mirror: 'I train through the fever, I don't sit it out.'",
+            "train_while_ill",
+            True,
+        ),
+        (
+            "Your sticky note: 'I change nothing until I've seen Dr. Amadi.'",
+            "stop_medication",
+            False,
+        ),
+    ],
+)
+def test_replies_of_replies_dev_rounds_87_to_89(reply: str, step: str, suggested: bool) -> None:
+    assert _suggested(reply, step) == ([step] if suggested else []), reply
