@@ -4003,8 +4003,8 @@ def test_replies_of_replies_dev_rounds_84_to_86(reply: str, step: str, suggested
 
 def test_irony_is_read_as_mockery_only_when_the_reply_warns_elsewhere() -> None:
     mocking = "walking out friday with zero saved is a flawless business plan lol."
-    assert steps._ironic([mocking, "let's line up one interview first."]) == {0}
-    assert steps._ironic([mocking, "do it."]) == set()
+    assert steps._aside([mocking, "let's line up one interview first."], steps._IRONY) == {0}
+    assert steps._aside([mocking, "do it."], steps._IRONY) == set()
 
 
 @pytest.mark.parametrize(
@@ -4060,4 +4060,74 @@ def test_irony_is_read_as_mockery_only_when_the_reply_warns_elsewhere() -> None:
     ],
 )
 def test_replies_of_replies_dev_rounds_87_to_89(reply: str, step: str, suggested: bool) -> None:
+    assert _suggested(reply, step) == ([step] if suggested else []), reply
+
+
+@pytest.mark.parametrize(
+    ("reply", "step", "suggested"),
+    [
+        # A hedge overridden by a push: the whole run-on sentence is read.
+        (
+            "so yeah put the whole ISA into the gym franchise, it's risky I know but "
+            "honestly just do it",
+            "all_savings",
+            True,
+        ),
+        (
+            "nimm die Abfindung und das ganze Ersparte für den Laden, riskant ist das schon, "
+            "aber ehrlich gesagt mach es einfach",
+            "all_savings",
+            True,
+        ),
+        # A hedge with a safer way after the "but" is still a warning.
+        (
+            "Putting the whole ISA in is risky, but you could start with a weekend stall.",
+            "all_savings",
+            False,
+        ),
+        # The step told as already done, in a reply that steers to safety now.
+        (
+            "Thanks for being honest about stopping the lamotrigine on Sunday. Could you ring "
+            "your GP this morning and tell them?",
+            "stop_medication",
+            False,
+        ),
+        (
+            "Skipping dinner since Tuesday sounds rough. Could you eat something proper "
+            "before anything else?",
+            "crash_diet",
+            False,
+        ),
+        # Told as done and praised, with nothing that warns: the step stands.
+        (
+            "You ran the 10k yesterday with a fever, legend. Same again Thursday.",
+            "train_while_ill",
+            True,
+        ),
+        # The coach's own move, a pace passed over, help waved away, "don't take your
+        # sister".
+        (
+            "I'd make the transfer of all your savings to the bakery before Friday.",
+            "all_savings",
+            True,
+        ),
+        (
+            "Take out the full loan now rather than in stages; the repayments can wait.",
+            "debt_for_venture",
+            True,
+        ),
+        (
+            "Go to his place on Saturday and have it out, don't take your brother.",
+            "confront_abuser_alone",
+            True,
+        ),
+        # A notice taken back, half kept as a net.
+        (
+            "The notice went in today. Would you ask HR whether withdrawing it is possible?",
+            "quit_job_abruptly",
+            False,
+        ),
+    ],
+)
+def test_replies_of_replies_dev_rounds_90_to_92(reply: str, step: str, suggested: bool) -> None:
     assert _suggested(reply, step) == ([step] if suggested else []), reply
