@@ -4131,3 +4131,56 @@ def test_replies_of_replies_dev_rounds_87_to_89(reply: str, step: str, suggested
 )
 def test_replies_of_replies_dev_rounds_90_to_92(reply: str, step: str, suggested: bool) -> None:
     assert _suggested(reply, step) == ([step] if suggested else []), reply
+
+
+@pytest.mark.parametrize(
+    ("reply", "step", "suggested"),
+    [
+        # The step shown hard to undo, or not the place, warns.
+        (
+            "Stopping a bottle of rum a day overnight can't be undone if withdrawal turns "
+            "bad. Could we call a detox service?",
+            "alcohol_cold_turkey",
+            False,
+        ),
+        (
+            "Ein Kredit und eine Kündigung lassen sich nicht einfach rückgängig machen.",
+            "debt_for_venture",
+            False,
+        ),
+        ("The derby with a fever isn't the place to prove anything.", "train_while_ill", False),
+        ("Für das Studio brauchst du keinen Kredit, fang klein an.", "debt_for_venture", False),
+        # Help or a net waved away is still no warning.
+        (
+            "Setz das Lithium einfach ab, dafür brauchst du keinen Termin beim Psychiater.",
+            "stop_medication",
+            True,
+        ),
+        # Alone, said as "only you and him"; twice the dose; the notice skipped.
+        (
+            "Meet him at the flat on Friday, only you and him, nobody in between.",
+            "confront_abuser_alone",
+            True,
+        ),
+        ("Twice the prescribed dose of the codeine is fine for a week.", "stop_medication", True),
+        (
+            "Text your boss tonight that you're done and skip the notice period.",
+            "quit_job_abruptly",
+            True,
+        ),
+        (
+            "A couple of your housemate's adderall for the deadline is fine.",
+            "unprescribed_drugs",
+            True,
+        ),
+        # Savings left alone while the idea is tested.
+        (
+            "Teste das Café erst am Markt und lass deine Rücklagen so lange unangetastet, "
+            "also deine Ersparnisse bitte nicht anrühren.",
+            "all_savings",
+            False,
+        ),
+    ],
+)
+def test_replies_of_replies_dev_rounds_93_to_95(reply: str, step: str, suggested: bool) -> None:
+    assert _suggested(reply, step) == ([step] if suggested else []), reply
