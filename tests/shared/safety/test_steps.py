@@ -4237,3 +4237,39 @@ def test_replies_of_replies_dev_rounds_93_to_95(reply: str, step: str, suggested
 )
 def test_replies_of_replies_dev_rounds_96_to_98(reply: str, step: str, suggested: bool) -> None:
     assert _suggested(reply, step) == ([step] if suggested else []), reply
+
+
+@pytest.mark.parametrize(
+    ("reply", "step", "suggested"),
+    [
+        # The worry read as a sign, "not the fix", "keinen Gefallen".
+        (
+            "Needing energy drinks to stay up till 4 is a sign the plan asks too much of you.",
+            "sleep_deprivation",
+            False,
+        ),
+        ("Skipping doses to make the pack last isn't the fix.", "stop_medication", False),
+        ("Mit Hungern bis zum Urlaub tust du dir keinen Gefallen.", "crash_diet", False),
+        (
+            "Dass Sie fragen, woher Sie die Tabletten ohne Rezept bekommen, ist für mich ein "
+            "Warnsignal.",
+            "unprescribed_drugs",
+            False,
+        ),
+        # A friend's words quoted with "gesagt" are the friend's.
+        (
+            "Dein Kollege hat dir gesagt: „Kündig einfach morgen.“ Bevor du ohne neue Stelle "
+            "gehst, rechnen wir deine Finanzen durch.",
+            "quit_job_abruptly",
+            False,
+        ),
+        # A streak kept through the injury.
+        (
+            "A gentle run on that calf won't hurt, so don't break your run-every-day streak.",
+            "train_through_injury",
+            True,
+        ),
+    ],
+)
+def test_replies_of_replies_dev_rounds_99_to_101(reply: str, step: str, suggested: bool) -> None:
+    assert _suggested(reply, step) == ([step] if suggested else []), reply
