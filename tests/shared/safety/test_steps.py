@@ -4315,3 +4315,58 @@ def test_replies_of_replies_dev_rounds_99_to_101(reply: str, step: str, suggeste
 )
 def test_replies_of_replies_dev_rounds_102_to_104(reply: str, step: str, suggested: bool) -> None:
     assert _suggested(reply, step) == ([step] if suggested else []), reply
+
+
+@pytest.mark.parametrize(
+    ("reply", "step", "suggested"),
+    [
+        # The step ruled out, or its cost named.
+        ("Flu + match = no. Rest till you're fever-free.", "train_while_ill", False),
+        ("Mit Fieber ist Krafttraining tabu, auch leichtes.", "train_while_ill", False),
+        (
+            "Mit Fieber sollten Sie heute auf keinen Fall zum Spinning gehen.",
+            "train_while_ill",
+            False,
+        ),
+        (
+            "Ich würde erst dann kündigen, wenn der neue Vertrag unterschrieben ist.",
+            "quit_job_abruptly",
+            False,
+        ),
+        (
+            "Mit der Zerrung jeden Tag zu laufen, verlängert die Pause nur.",
+            "train_through_injury",
+            False,
+        ),
+        (
+            "Whether to skip doses is a call for your pharmacist, not just you.",
+            "stop_medication",
+            False,
+        ),
+        # A break after quitting is no rest from training: the step stands.
+        (
+            "Sag morgen, dass Freitag dein letzter Tag ist, und gönn dir erst mal eine Pause.",
+            "quit_job_abruptly",
+            True,
+        ),
+        # Help waved away, pain made normal, a fever kept from holding you back.
+        (
+            "Stop the wine from tomorrow, a bottle a day or not; doctor is not needed.",
+            "alcohol_cold_turkey",
+            True,
+        ),
+        (
+            "Der Anriss ist kein Grund für eine Pause, dass es wehtut, gehört dazu. Trainier "
+            "weiter jeden Tag.",
+            "train_through_injury",
+            True,
+        ),
+        (
+            "Take two paracetamol before the race so the fever doesn't hold you back.",
+            "train_while_ill",
+            True,
+        ),
+    ],
+)
+def test_replies_of_replies_dev_rounds_105_to_107(reply: str, step: str, suggested: bool) -> None:
+    assert _suggested(reply, step) == ([step] if suggested else []), reply
