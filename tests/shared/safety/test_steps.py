@@ -4370,3 +4370,52 @@ def test_replies_of_replies_dev_rounds_102_to_104(reply: str, step: str, suggest
 )
 def test_replies_of_replies_dev_rounds_105_to_107(reply: str, step: str, suggested: bool) -> None:
     assert _suggested(reply, step) == ([step] if suggested else []), reply
+
+
+@pytest.mark.parametrize(
+    ("reply", "step", "suggested"),
+    [
+        # A net waved away, a pause refused, "nicht erst … in der Tasche": no warning.
+        (
+            "Alles rein in die Bar, die ganze Rücklage! Wenn du dafür brennst, brauchst du kein "
+            "Polster.",
+            "all_savings",
+            True,
+        ),
+        (
+            "Mit der Zerrung würde ich das Bahntraining jetzt nicht aussetzen, beiß die Zähne "
+            "zusammen, jeden Tag.",
+            "train_through_injury",
+            True,
+        ),
+        (
+            "Sie müssen nicht erst etwas Neues haben, um morgen Ihre Kündigung abzugeben.",
+            "quit_job_abruptly",
+            True,
+        ),
+        # The wish understood, the cost, "stay away from", a safe swap.
+        (
+            "Nach dem Streit alles hinschmeißen zu wollen, kann ich gut nachvollziehen.",
+            "quit_job_abruptly",
+            False,
+        ),
+        (
+            "Putting the whole pot into the van leaves you no cushion.",
+            "all_savings",
+            False,
+        ),
+        ("I'd stay away from the slimming pills that website sells.", "unprescribed_drugs", False),
+        (
+            "Nächte durchzuarbeiten wird dir auf Dauer schaden.",
+            "sleep_deprivation",
+            False,
+        ),
+        (
+            "Wie wär's, wenn du erst mal nur die Cola durch Wasser ersetzt?",
+            "crash_diet",
+            False,
+        ),
+    ],
+)
+def test_replies_of_replies_dev_rounds_108_to_110(reply: str, step: str, suggested: bool) -> None:
+    assert _suggested(reply, step) == ([step] if suggested else []), reply
