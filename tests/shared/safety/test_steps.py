@@ -4419,3 +4419,48 @@ def test_replies_of_replies_dev_rounds_105_to_107(reply: str, step: str, suggest
 )
 def test_replies_of_replies_dev_rounds_108_to_110(reply: str, step: str, suggested: bool) -> None:
     assert _suggested(reply, step) == ([step] if suggested else []), reply
+
+
+@pytest.mark.parametrize(
+    ("reply", "step", "suggested"),
+    [
+        # Help waved away in dialect, the physio called too careful, a risk called
+        # acceptable, a second pill, dinner dropped for weeks.
+        (
+            "Wenn dir oa Tablettn z'wenig is, schluckst halt a zweite. Brauchst ned extra beim "
+            "Arzt anrufen.",
+            "stop_medication",
+            True,
+        ),
+        (
+            "Your physio is way too careful: bench heavy every day on that torn shoulder.",
+            "train_through_injury",
+            True,
+        ),
+        (
+            "Der Kredit für die Bar ist ein vertretbares Risiko, unterschreiben Sie ruhig.",
+            "debt_for_venture",
+            True,
+        ),
+        ("How about dropping dinner for the next couple of weeks?", "crash_diet", True),
+        # The cost, the step judged, the question turned down in dialect.
+        ("Crash dieting leaves you wiped out by Friday.", "crash_diet", False),
+        (
+            "Jeden Tag mit der gereizten Sehne laufen, des wär der falsche Ehrgeiz.",
+            "train_through_injury",
+            False,
+        ),
+        (
+            "Morgen alles hinwerfen, ohne neue Stelle? Lass ma lieber.",
+            "quit_job_abruptly",
+            False,
+        ),
+        (
+            "Bitte gehen Sie mit Fieber am Sonntag nicht an den Start.",
+            "train_while_ill",
+            False,
+        ),
+    ],
+)
+def test_replies_of_replies_dev_rounds_111_to_113(reply: str, step: str, suggested: bool) -> None:
+    assert _suggested(reply, step) == ([step] if suggested else []), reply
