@@ -119,7 +119,11 @@ FLOORS: dict[str, tuple[float, float]] = {
     # another language): 0.8969 / 0.9231. After replies dev rounds 48-77 (a question's
     # answer picked, a weighed-up reply's verdict and last words, warnings worded anew;
     # blocked-step recall unchanged at 92 of 98, one false alarm fewer): 0.9013 / 0.9262.
-    "replies": (0.901, 0.926),
+    # Heldout grew to 283 with a fourth blind round of 60 (committed before the fifteenth
+    # session changed any rule, scored once on its final rules): after replies dev rounds
+    # 78-113 the first 223 items read 0.9058 / 0.9293 and all 283 read 0.8975 / 0.9231
+    # (the new round 0.867 exact: 8 false alarms). The floor is what all 283 read.
+    "replies": (0.897, 0.923),
 }
 
 
@@ -136,11 +140,14 @@ def test_the_reply_guard_catches_blocked_steps_in_any_wording() -> None:
     # what it reads on 223 items (a blind heldout round of 60 read 0.967 fresh):
     # 91 of 98 (0.929) at precision 0.805, after replies dev round 2 taught the guard
     # the warnings that name a step (one heldout suggestion now reads as a warning).
-    # After replies dev rounds 3 and 4: 92 of 98 (0.939) at precision 0.814.
+    # After replies dev rounds 3 and 4: 92 of 98 (0.939) at precision 0.814. With the
+    # fourth blind heldout round (60 items, 30 blocked steps, scored once after replies
+    # dev rounds 78-113): 122 of 128 (0.953) at precision 0.853; the first 98 still read
+    # 92 (the six misses stand), the new 30 read 30.
     rep = _heldout("replies").answers
     caught = sum("blocked_step" in a.predicted for a in rep if "blocked_step" in a.expected)
     total = sum("blocked_step" in a.expected for a in rep)
-    assert caught / total >= 0.938, (caught, total)
+    assert caught / total >= 0.953, (caught, total)
 
 
 @pytest.mark.parametrize("corpus", sorted(SCORERS))
