@@ -757,7 +757,7 @@ def suggested_in_reply(
         endorsed = _ENDORSEMENT.search(own)
         # A cost the safe path is said to carry ("sitting out the final would hurt way
         # more", replies dev round 81) is set aside first: no caution.
-        cautious = _CAUTION.search(_DISMISSED.sub(" ", own)) is not None
+        cautious = _cautions(own)
         voiced = _voiced(whole if endorsed or not cautious else own)
         words = spec.found_in(voiced, _REPLY_HELD)
         # With a sentence set aside (_about, _aside), the step's act alone is not enough:
@@ -848,7 +848,7 @@ def _aside(sentences: list[str], mark: re.Pattern[str]) -> set[int]:
     that's commitment")."""
     marked = {n for n, s in enumerate(sentences) if mark.search(s)}
     rest = [s for n, s in enumerate(sentences) if n not in marked]
-    if marked and any(_warns(s) or _CAUTION.search(_DISMISSED.sub(" ", s)) for s in rest):
+    if marked and any(_warns(s) or _cautions(s) for s in rest):
         return marked
     return set()
 
@@ -1067,6 +1067,12 @@ def _warns(text: str) -> bool:
     """Whether a reply's ``text`` warns, the safe path passed over ("instead of saving
     for years") set aside first."""
     return _WARNING.search(_DISMISSED.sub(" ", text)) is not None
+
+
+def _cautions(text: str) -> bool:
+    """Whether a reply's ``text`` weighs a cost or steers elsewhere, a cost the safe path
+    is said to carry ("sitting out the final would hurt way more") set aside first."""
+    return _CAUTION.search(_DISMISSED.sub(" ", text)) is not None
 
 
 # The turn of a concession: "maybe it's a little risky, but …", "klar ist das riskant,
