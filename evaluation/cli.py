@@ -177,13 +177,18 @@ def _decision(name: str, args: argparse.Namespace) -> dict[str, Any] | int:
     listed = args.split == "dev"
     reports = [decisions.SCORERS[name](items)]
     kind = decisions.KIND_OF.get(name)
+    # The decision whose confidence the corpus measures: the corpus's own, or the one
+    # inside its check (the reply guard inside the replies check).
+    inner = decisions.DECIDED.get(name)
+    decided = inner(items).answers if inner is not None else None
     if args.calibrate:
         if kind is None:
             print(f"coachbus eval: {name} is a check, not a routed decision", file=sys.stderr)
             return 2
-        table = decisions.measure_calibration(reports[0].answers)
+        measured_on = decided if decided is not None else reports[0].answers
+        table = decisions.measure_calibration(measured_on)
         return _write_calibration(
-            f"calibration/{kind}.toml", confidence.table_toml(kind, table, len(items))
+            f"calibration/{kind}.toml", confidence.table_toml(kind, table, len(measured_on))
         )
     if args.llm_base_url and name in decisions.ROUTED:
         reports.append(asyncio.run(decisions.ROUTED[name](items, _candidate(args))))
@@ -191,7 +196,10 @@ def _decision(name: str, args: argparse.Namespace) -> dict[str, Any] | int:
     bar = Policy.load(args.policy).for_kind(kind).min_confidence if kind else None
     tiers = {
         r.tier: decisions.figures(
-            r, list_items=listed, bar=bar if r.tier == "deterministic" else None
+            r,
+            list_items=listed,
+            bar=bar if r.tier == "deterministic" else None,
+            decided=decided if r.tier == "deterministic" else None,
         )
         for r in reports
     }

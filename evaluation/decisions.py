@@ -37,7 +37,8 @@ from coachbus.contracts.payloads import TIER_RANK, Language
 from coachbus.llm import Message
 from coachbus.memory import context_for
 from coachbus.replycheck import check_reply
-from coachbus.safety.steps import step_screen
+from coachbus.safety.judge import judge
+from coachbus.safety.steps import read_reply, step_screen
 from evaluation.chain import Chain, Step
 from evaluation.metrics import Binary, fmt, ratio, reliability, smoothed_accuracy
 from evaluation.results import NONE, Answer, Report
@@ -67,10 +68,19 @@ def silent_errors(answers: Sequence[Scored], bar: float) -> dict[str, Any]:
     }
 
 
-def figures(rep: Report[Scored], *, list_items: bool, bar: float | None = None) -> dict[str, Any]:
+def figures(
+    rep: Report[Scored],
+    *,
+    list_items: bool,
+    bar: float | None = None,
+    decided: Sequence[Scored] | None = None,
+) -> dict[str, Any]:
     """One tier's figures, per label and micro-averaged over the labels other than
     "none"; ``list_items``: with the misses (on dev only); ``bar``: the policy's bar
-    for this decision, for the silent errors (deterministic tier only)."""
+    for this decision, for the silent errors (deterministic tier only); ``decided``:
+    the answers of the decision inside a check whose confidence is measured (the
+    reply guard inside the replies check), which the reliability and the silent
+    errors are read from instead of the check's."""
     labels = sorted({lab for s in rep.answers for lab in s.predicted | s.expected})
     per_label = {lab: Binary() for lab in labels}
     micro = Binary()
@@ -83,7 +93,8 @@ def figures(rep: Report[Scored], *, list_items: bool, bar: float | None = None) 
                 micro.add(gold, pred)
                 by_language[s.item["language"]].add(gold, pred)
     exact = sum(s.exact for s in rep.answers)
-    pairs = [(s.confidence, s.exact) for s in rep.answers if s.confidence is not None]
+    measured_on = rep.answers if decided is None else decided
+    pairs = [(s.confidence, s.exact) for s in measured_on if s.confidence is not None]
     out: dict[str, Any] = {
         "items": len(rep.answers),
         "exact_match": ratio(exact, len(rep.answers)),
@@ -91,7 +102,7 @@ def figures(rep: Report[Scored], *, list_items: bool, bar: float | None = None) 
         "by_label": {k: v.as_dict() for k, v in per_label.items()},
         "by_language": {k: v.as_dict() for k, v in sorted(by_language.items())},
         "reliability": reliability(pairs) if pairs else None,
-        "silent_errors": silent_errors(rep.answers, bar) if bar is not None else None,
+        "silent_errors": silent_errors(measured_on, bar) if bar is not None else None,
         **rep.costs(),
     }
     if list_items:
@@ -222,15 +233,20 @@ _KINDS = (
 )
 
 
+def _check(item: Raw) -> set[str]:
+    """The defect kinds the one reply checker finds in an item's reply."""
+    problems = check_reply(
+        item["reply"],
+        language=item["language"],
+        register=item["register"],
+        never=item["never_say"],
+    )
+    return {kind for p in problems for prefix, kind in _KINDS if p.startswith(prefix)}
+
+
 def score_replies(items: Sequence[Raw]) -> Report[Scored]:
     def answer(_n: int, item: Raw) -> Scored:
-        problems = check_reply(
-            item["reply"],
-            language=item["language"],
-            register=item["register"],
-            never=item["never_say"],
-        )
-        kinds = {kind for p in problems for prefix, kind in _KINDS if p.startswith(prefix)}
+        kinds = _check(item)
         return Answer(
             item=item,
             predicted=frozenset(kinds) or frozenset({NONE}),
@@ -238,6 +254,37 @@ def score_replies(items: Sequence[Raw]) -> Report[Scored]:
         )
 
     return run_rules(items, answer)
+
+
+def _guard_labels(item: Raw, found: bool) -> tuple[frozenset[str], frozenset[str]]:
+    want = "blocked_step" in item["expected"]
+    return (
+        frozenset({"blocked_step" if found else NONE}),
+        frozenset({"blocked_step" if want else NONE}),
+    )
+
+
+def score_reply_guard(items: Sequence[Raw]) -> Report[Scored]:
+    """The reply guard alone (``reply_guard``), on the items whose sheet blocked steps:
+    whether the reply suggests one of them, with the confidence measured for the kind
+    of answer it gave. What its calibration and silent errors are read from."""
+
+    def answer(_n: int, item: Raw) -> Scored:
+        reading = read_reply(item["reply"], item["never_say"])
+        predicted, expected = _guard_labels(item, bool(reading.found))
+        return Answer(
+            item=item,
+            predicted=predicted,
+            expected=expected,
+            confidence=reading.confidence,
+            outcome=reading.outcome,
+        )
+
+    return run_rules([i for i in items if i["never_say"]], answer)
+
+
+# The decision inside a check, where the check's corpus measures it (see ``figures``).
+DECIDED: dict[str, Callable[[Sequence[Raw]], Report[Scored]]] = {"replies": score_reply_guard}
 
 
 # --------------------------------------------------------------------------- model tiers
@@ -359,10 +406,44 @@ async def patterns_with_router(items: Sequence[Raw], candidate: Candidate) -> Re
     return await run_router(candidate, items, decide)
 
 
+async def replies_with_router(items: Sequence[Raw], candidate: Candidate) -> Report[Scored]:
+    """The replies check as Coach and Synth run it with a model: the one reply checker,
+    and on a sheet that blocked steps the ``reply_guard`` decision (a model reads a
+    reply the rules passed below the bar, adding only steps it quotes from the reply;
+    coachbus.safety.judge)."""
+
+    async def decide(tier: RouterTier, n: int, item: Raw) -> Scored:
+        rules = _check(item)
+        # The corpus holds replies without the message they answered: the prefix
+        # says so, and the reply is judged on its own words.
+        msg = _message("(not recorded: the reply is judged on its own)", f"eval-r{n}", 1)
+        judged = await judge(
+            tier.router,
+            item["reply"],
+            item["never_say"],
+            agent="synth",
+            builder=tier.prompts,
+            ctx=context_for(None, msg),
+            budget=tier.budget(),
+        )
+        labels = rules | ({"blocked_step"} if judged.added else set())
+        return Answer(
+            item=item,
+            predicted=frozenset(labels) or frozenset({NONE}),
+            expected=frozenset(item["expected"]) or frozenset({NONE}),
+            tier=judged.tier,
+            tokens=judged.usage.prompt_tokens + judged.usage.completion_tokens,
+            stop_reason=judged.stop_reason,
+        )
+
+    return await run_router(candidate, items, decide)
+
+
 # Decisions whose LLM tiers ``coachbus eval --llm-base-url`` scores beside the rules.
 ROUTED: dict[str, Callable[[Sequence[Raw], Candidate], Coroutine[Any, Any, Report[Scored]]]] = {
     "steps": steps_with_router,
     "patterns": patterns_with_router,
+    "replies": replies_with_router,
 }
 
 
@@ -417,8 +498,9 @@ def flagged_share(talk: Sequence[str]) -> dict[str, Any]:
     return {"messages": len(talk), "flagged": flagged, "share": ratio(flagged, len(talk))}
 
 
-# The decision each corpus measures, where its confidence is measured (the rest:
-# conflicts and replies are checks, not routed decisions).
+# The decision each corpus measures, where its confidence is measured (the replies
+# corpus measures the reply guard inside its check, see DECIDED; conflicts are a
+# check, not a routed decision).
 KIND_OF: dict[str, MeasuredKind] = {corpus: kind for kind, corpus in CORPUS_OF.items()}
 
 
@@ -428,6 +510,7 @@ def measure_calibration(answers: Sequence[Scored]) -> dict[str, float]:
 
 
 __all__ = [
+    "DECIDED",
     "KIND_OF",
     "ROUTED",
     "SCORERS",
@@ -435,6 +518,7 @@ __all__ = [
     "Scored",
     "figures",
     "measure_calibration",
+    "score_reply_guard",
     "silent_errors",
     "summary",
 ]

@@ -14,7 +14,8 @@ from coachbus.contracts.state import Blackboard, SafetyState
 from coachbus.llm import LLMClient, LLMTier, Message, Router
 from coachbus.memory import MemoryRecord, context_for
 from coachbus.metrics import COACH_FIRST_REPLY
-from coachbus.reply_stream import DeltaPublisher, StreamingLLM
+from coachbus.reply_stream import DeltaPublisher, StreamingLLM, Withheld
+from coachbus.safety import judge as reply_judge
 from coachbus.safety.helplines import Helplines
 from coachbus.safety.warm import warm_in_thread
 from coachbus.topics import Topic
@@ -70,10 +71,19 @@ async def handle(message: UserMessage) -> CoachResult:
         min_words=prompts.LANGUAGE_AFTER_WORDS,
     )
     decider = runtime.tiers
+    never = payload.avoided_steps
+    # On a turn with steps to avoid, a model may read the reply the rules passed (the
+    # reply guard's model tier): the reply is then not streamed, so no piece reaches the
+    # person before the whole of it was read (a piece shown cannot be taken back).
+    held = bool(never) and reply_judge.asks_model(runtime.tiers)
     if runtime.llm is not None and not payload.crisis_mode:
         # A router of its own whose client streams (same policy): the router still
-        # picks the tier and bounds the repair loop, the pieces reach the user live.
-        streaming = StreamingLLM(runtime.llm, sink, lambda text: prompts.CoachDraft(text=text))
+        # picks the tier and bounds the repair loop, the pieces reach the user live
+        # (or, held, reach nobody until the whole reply was read).
+        shown: DeltaPublisher | Withheld = sink
+        if held:
+            shown = Withheld(lambda text: prompts.problems(text, payload, register, partial=True))
+        streaming = StreamingLLM(runtime.llm, shown, lambda text: prompts.CoachDraft(text=text))
         decider = Router(policy=runtime.tiers.policy, client=cast(LLMClient, streaming))
 
     def deterministic() -> tuple[CoachPayload, float]:
@@ -100,6 +110,22 @@ async def handle(message: UserMessage) -> CoachResult:
         validate=lambda value: prompts.problems(value.text, value, register),
         convert=convert,
     )
+    if held and outcome.tier not in ("deterministic", "human"):
+        judged = await reply_judge.judge(
+            runtime.tiers,
+            outcome.value.text,
+            never,
+            agent="coach",
+            builder=runtime.prompt_builder(),
+            ctx=context_for(memory.get(message.user_id), message),
+            budget=message.budget,
+        )
+        outcome.usage = outcome.usage + judged.usage
+        blocked = judged.blocks()
+        if blocked is not None:
+            # A step the model found (quoting the reply), or no model able to read it:
+            # the rules' reply, which offers the safer path and suggests no step, goes.
+            outcome.value, outcome.tier, outcome.fallback_reason = payload, "deterministic", blocked
     final = outcome.value
     if outcome.tier != "deterministic":
         await sink.finish()

@@ -31,7 +31,8 @@ from coachbus.contracts import (
 from coachbus.llm import DecisionContext, LLMClient, LLMTier, Message, Outcome, Router
 from coachbus.memory import MemoryRecord, context_for
 from coachbus.metrics import MESSAGES, SYNTH_FIRST_TEXT, SYNTH_JOIN_WAIT, TURN_LATENCY
-from coachbus.reply_stream import SentencePublisher, StreamingLLM, partial_check
+from coachbus.reply_stream import SentencePublisher, StreamingLLM, Withheld, partial_check
+from coachbus.safety import judge as reply_judge
 from coachbus.safety.helplines import Helplines
 from coachbus.safety.warm import warm_in_thread
 from coachbus.topics import AGENT_TOPICS, Topic
@@ -110,7 +111,24 @@ async def write_prose(message: UserMessage, outcome: logic.SynthOutcome) -> Fina
     sink: SentencePublisher | None = None
     streaming: StreamingLLM | None = None
     opener = ""
-    if runtime.llm is not None and sheet.mode not in SAFETY_MODES:
+    never = logic.never_steps(sheet)
+    # On a turn that blocked steps, a model may read the reply the rules passed (the
+    # reply guard's model tier): the reply is then written whole, not streamed, so no
+    # sentence reaches the person before the whole of it was read. A shown sentence
+    # cannot be taken back; a few seconds on a risky turn can be spent.
+    held = bool(never) and reply_judge.asks_model(runtime.tiers)
+    if runtime.llm is not None and sheet.mode not in SAFETY_MODES and held:
+        # Written as plain text like a streamed reply, checked as it grows, shown whole.
+        check = partial_check(language=sheet.language, register=sheet.formality, never=never)
+        decider = Router(
+            policy=runtime.tiers.policy,
+            client=cast(
+                LLMClient,
+                StreamingLLM(runtime.llm, Withheld(check), lambda text: prompts.Prose(text=text)),
+            ),
+            publish_human_review=runtime.tiers.publish_human_review,
+        )
+    elif runtime.llm is not None and sheet.mode not in SAFETY_MODES:
         opener = assemble.opening(outcome, runtime.settings.synth_opening)
 
         async def publish(text: str, seq: int) -> None:
@@ -125,7 +143,6 @@ async def write_prose(message: UserMessage, outcome: logic.SynthOutcome) -> Fina
                     (utcnow() - message.created_at).total_seconds()
                 )
 
-        never = logic.never_steps(sheet)
         sink = SentencePublisher(
             publish,
             partial_check(language=sheet.language, register=sheet.formality, never=never),
@@ -180,7 +197,36 @@ async def write_prose(message: UserMessage, outcome: logic.SynthOutcome) -> Fina
     if streamed_model and streaming_tier is not None:
         # The reply begins with the model's sentences whatever completed it.
         written.tier = streaming_tier
+    if held and written.tier not in ("deterministic", "human"):
+        await _guard(message, outcome, written, never)
     return FinalProse(written, streamed)
+
+
+async def _guard(
+    message: UserMessage, outcome: logic.SynthOutcome, written: Outcome[str], never: list[str]
+) -> None:
+    """A model's reply the rules passed, read by the reply guard's model tier; a step it
+    finds (quoting the reply), or no model able to read it, puts the rendering in its
+    place, which is built from the sheet and suggests no blocked step."""
+    judged = await reply_judge.judge(
+        runtime.tiers,
+        written.value,
+        never,
+        agent="synth",
+        builder=runtime.prompt_builder(),
+        ctx=context_for(_memory(message.user_id), message),
+        budget=message.budget,
+        context=DecisionContext(message.turn_id, message.session_id, message.user_id, message.text),
+    )
+    written.usage = written.usage + judged.usage
+    blocked = judged.blocks()
+    if blocked is not None:
+        log.info("synth %s: %s", message.turn_id, blocked)
+        written.value, written.tier, written.fallback_reason = (
+            outcome.text,
+            "deterministic",
+            blocked,
+        )
 
 
 def _erased(message: UserMessage) -> bool:

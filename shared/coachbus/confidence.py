@@ -25,11 +25,14 @@ from importlib import resources
 from typing import Final, Literal
 
 # The decisions measured here, and the corpus each is measured on.
-MeasuredKind = Literal["blocked_steps", "pattern_classification", "language_register"]
+MeasuredKind = Literal[
+    "blocked_steps", "pattern_classification", "language_register", "reply_guard"
+]
 CORPUS_OF: Final[dict[MeasuredKind, str]] = {
     "blocked_steps": "steps",
     "pattern_classification": "patterns",
     "language_register": "register",
+    "reply_guard": "replies",
 }
 
 # An outcome the calibration split never produced (or a table not yet written):
@@ -145,6 +148,16 @@ def register_outcome(language: str, register: str | None) -> str:
     return f"{language}_{register or 'none'}"
 
 
+def reply_guard_outcome(found: bool, named: bool) -> str:
+    """The kind of answer the reply guard gave on a turn that blocked steps: a step
+    suggested (``suggested``), none though the reply uses some of a blocked step's own
+    words (``named``: read as a warning, a weighing, the person's words quoted), or
+    none and the reply never touches the steps (``quiet``)."""
+    if found:
+        return "suggested"
+    return "named" if named else "quiet"
+
+
 __all__ = [
     "CORPUS_OF",
     "UNMEASURED",
@@ -154,6 +167,7 @@ __all__ = [
     "pattern_outcome",
     "register_outcome",
     "render_table",
+    "reply_guard_outcome",
     "steps_outcome",
     "table_file",
     "table_toml",

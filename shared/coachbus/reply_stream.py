@@ -354,6 +354,26 @@ def _restates(sentence: str, opening: str) -> bool:
     return bool(said and opened) and len(said & opened) / len(said | opened) >= 0.8
 
 
+class Withheld:
+    """A sink that shows nothing: each attempt's text is kept whole for a reader that
+    must see all of it before the person does (the reply guard's model tier, on a
+    turn that blocked steps). The model still writes plain text, as it does for the
+    other sinks, and the text is still checked at each sentence end as it grows, so
+    an attempt heading for a blocked step stops there (no tokens paid for the rest)."""
+
+    def __init__(self, check: Check) -> None:
+        self._check = check
+        self.text = ""
+        self.seq = 0  # nothing is ever published
+
+    def start_attempt(self) -> None:
+        self.text = ""
+
+    async def feed(self, delta: str) -> list[str]:
+        self.text += delta
+        return self._check(self.text) if _SENTENCE_END.search(delta) else []
+
+
 class StreamingLLM:
     """What a streaming service's router uses as its client: every answer is streamed.
 
@@ -371,7 +391,7 @@ class StreamingLLM:
     def __init__(
         self,
         client: LLMClient,
-        sink: DeltaPublisher | SentencePublisher,
+        sink: DeltaPublisher | SentencePublisher | Withheld,
         wrap: Callable[[str], BaseModel],
         *,
         complete: Callable[[str], str] | None = None,

@@ -13,7 +13,7 @@ from coachbus.contracts.payloads import PatternClass
 from coachbus.llm import Policy
 from evaluation import cli as eval_cli
 from evaluation.corpus import load_raw
-from evaluation.decisions import SCORERS, measure_calibration, silent_errors
+from evaluation.decisions import DECIDED, SCORERS, Scored, measure_calibration, silent_errors
 
 pytestmark = pytest.mark.unit
 
@@ -44,23 +44,38 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "eval"
 # trusts "agreed" 0.942 and heldout reads it a little lower). Tuned on steps dev round
 # 17, replies dev round 11 and conflicts dev round 10, retrained and re-calibrated: 5
 # of 512 (0.0098), ECE 0.060; the calibration split reads 6 of 350 (0.017), ECE 0.012.
-SILENT_FLOORS = {"blocked_steps": 0.0098, "pattern_classification": 0.0, "language_register": 0.0}
+# The reply guard (measured 2026-12-06 on a calibration split of 228 guarded replies):
+# no answer it gives is right 0.95 of the time (suggested 0.789, named 0.944, quiet
+# 0.812), so with a model configured every reply on a turn that blocked steps is read
+# by a model too, and none of the guard's wrong answers is silent.
+SILENT_FLOORS = {
+    "blocked_steps": 0.0098,
+    "pattern_classification": 0.0,
+    "language_register": 0.0,
+    "reply_guard": 0.0,
+}
+
+
+def _decided(corpus: str, items: list[dict[str, object]]) -> list[Scored]:
+    """The answers a corpus measures confidence on: its decision's, or the one inside
+    its check (the reply guard inside the replies check)."""
+    return (DECIDED.get(corpus) or SCORERS[corpus])(items).answers
 
 
 @pytest.mark.parametrize(("kind", "corpus"), sorted(CORPUS_OF.items()))
 def test_committed_table_is_what_the_calibration_split_measures(
     kind: MeasuredKind, corpus: str
 ) -> None:
-    items = load_raw(corpus, "calibration", DATA)
-    table = measure_calibration(SCORERS[corpus](items).answers)
+    answers = _decided(corpus, load_raw(corpus, "calibration", DATA))
+    table = measure_calibration(answers)
     committed = measured(kind)
-    assert committed.items == len(items) and committed.confidence == table, (
+    assert committed.items == len(answers) and committed.confidence == table, (
         f"coachbus/content/calibration/{kind}.toml is stale: "
         f"run `coachbus eval {corpus} --calibrate`"
     )
     # The file is byte for byte what the command writes (its header says how).
     written = Path(table_file(kind)).read_text(encoding="utf-8")
-    assert written == table_toml(kind, table, len(items))
+    assert written == table_toml(kind, table, len(answers))
 
 
 @pytest.mark.parametrize(
@@ -73,6 +88,7 @@ def test_committed_table_is_what_the_calibration_split_measures(
         ),
         ("pattern_classification", {p.value for p in PatternClass} | {"none"}),
         ("language_register", {"en_none", "de_none", "de_formal", "de_informal"}),
+        ("reply_guard", {"suggested", "named", "quiet"}),
     ],
 )
 def test_every_outcome_has_a_measured_confidence(kind: MeasuredKind, outcomes: set[str]) -> None:
@@ -84,7 +100,7 @@ def test_every_outcome_has_a_measured_confidence(kind: MeasuredKind, outcomes: s
 @pytest.mark.parametrize(("kind", "corpus"), sorted(CORPUS_OF.items()))
 def test_silent_errors_on_heldout_stay_at_their_floor(kind: MeasuredKind, corpus: str) -> None:
     bar = Policy.load().for_kind(kind).min_confidence
-    answers = SCORERS[corpus](load_raw(corpus, "heldout", DATA)).answers
+    answers = _decided(corpus, load_raw(corpus, "heldout", DATA))
     figures = silent_errors(answers, bar)
     assert figures["share"] is not None
     assert figures["share"] <= SILENT_FLOORS[kind], figures
@@ -101,7 +117,7 @@ def test_eval_reports_silent_errors_beside_precision_and_recall(
 def test_calibrate_refuses_a_check_and_any_split_but_calibration(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert eval_cli.main(["replies", "--calibrate", "--data", str(DATA)]) == 2
+    assert eval_cli.main(["conflicts", "--calibrate", "--data", str(DATA)]) == 2
     assert "not a routed decision" in capsys.readouterr().err
     assert eval_cli.main(["steps", "--calibrate", "--split", "dev", "--data", str(DATA)]) == 2
     assert "calibration split only" in capsys.readouterr().err

@@ -1,5 +1,5 @@
 """``coachbus eval --llm-base-url``: the router's tiers scored beside the rules (crisis,
-steps, patterns)."""
+steps, patterns, replies)."""
 
 from __future__ import annotations
 
@@ -147,3 +147,50 @@ async def test_patterns_model_tier_is_reported_beside_the_rules(
     det, router = rep["tiers"]["deterministic"], rep["tiers"]["router"]
     assert det["items"] == router["items"] == len(rows)
     assert set(router["carried_by"]) <= {"deterministic", "small", "strong"}
+
+
+async def test_replies_model_tier_is_reported_beside_the_rules(
+    sim: SimFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "replies"
+    folder.mkdir()
+    rows = [
+        # The rules find the step: rejected, and no model is asked about it.
+        ("Hand in your notice tomorrow and sort the money out later.", ["quit_job_abruptly"]),
+        # The rules pass it, below the guard's bar: a model reads it.
+        ("Honestly the freedom will be worth it. What would you do first?", ["quit_job_abruptly"]),
+        # No step blocked on this sheet: no guard call.
+        ("Three short runs a week is a good start. Which day suits you?", []),
+    ]
+    lines = [
+        json.dumps(
+            {
+                "id": f"r-{n}",
+                "language": "en",
+                "source": "written",
+                "reply": reply,
+                "register": "informal",
+                "never_say": never,
+                "expected": ["blocked_step"] if never else [],
+            }
+        )
+        for n, (reply, never) in enumerate(rows)
+    ]
+    (folder / "dev.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    async with sim() as url:
+        argv = [
+            "replies", "--data", str(tmp_path), "--json", "--llm-base-url", url,
+            "--small-model", SMALL, "--strong-model", STRONG, "--timeout", "10",
+        ]  # fmt: skip
+        assert await asyncio.to_thread(eval_cli.main, argv) == 0
+    rep = json.loads(capsys.readouterr().out)["corpora"]["replies"]
+    det, router = rep["tiers"]["deterministic"], rep["tiers"]["router"]
+    assert det["items"] == router["items"] == len(rows)
+    # The rules' catch is never cleared by a model.
+    assert router["by_label"]["blocked_step"]["tp"] >= det["by_label"]["blocked_step"]["tp"] == 1
+    # Only the reply the rules passed on a guarded sheet went on (the simulator's
+    # answer quotes nothing of the reply, so it is repaired, then the rules stand).
+    asked = router["tokens"] > 0 or sum(router["stop_reasons"].values()) > 0
+    assert asked, router
+    # The guard's silent errors: both guarded items are read below its bar.
+    assert det["silent_errors"]["count"] == 0 and det["silent_errors"]["routed_on"] == 1.0

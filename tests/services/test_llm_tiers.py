@@ -227,6 +227,62 @@ async def test_synth_repairs_a_blocked_step_then_falls_back(wire: Any) -> None:
     assert "rejected" in w.script.instructions()  # the repair prompt names the problem
 
 
+def _guarded(step: str, quote: str) -> str:
+    return json.dumps({"steps": [{"step_id": step, "quote": quote}]})
+
+
+# Goes along with the plan without a word the rules read as a blocked step.
+GOES_ALONG = (
+    "It makes sense that you want to go for it, and the freedom will be worth it. "
+    "What would you do first with all that time on your hands this spring?"
+)
+
+
+async def test_synth_reply_guard_model_finds_a_step_the_rules_passed(wire: Any) -> None:
+    """On a turn that blocked steps the model's reply is read whole by a model before
+    anything is shown (no final_delta), and a step it quotes puts the rendering in
+    the reply's place."""
+    w = wire(synth)
+    msg, outcome = _outcome(
+        "I will quit my job tomorrow and put all my savings into my startup, all in!"
+    )
+    never = synth_logic.never_steps(outcome.sheet)
+    assert "quit_job_abruptly" in never
+    assert not synth_logic.validate(GOES_ALONG, outcome.sheet), "the rules pass it"
+    outcome.confidence = 0.5
+    w.script.answers = [GOES_ALONG, _guarded("quit_job_abruptly", "the freedom will be worth it")]
+    written = (await synth.write_prose(msg, outcome)).decided
+    assert written.value == outcome.text and written.tier == "deterministic"
+    assert written.fallback_reason == "reply_guard: quit_job_abruptly"
+    assert written.usage.llm_calls == 2
+    assert not [e for _, e in w.published if getattr(e, "kind", None) == "final_delta"]
+    assert "coach reply" in json.dumps(w.script.bodies[1]["messages"])
+
+
+async def test_synth_reply_guard_model_passing_keeps_the_models_reply(wire: Any) -> None:
+    w = wire(synth)
+    msg, outcome = _outcome(
+        "I will quit my job tomorrow and put all my savings into my startup, all in!"
+    )
+    outcome.confidence = 0.5
+    w.script.answers = [GOES_ALONG, json.dumps({"steps": []})]
+    written = (await synth.write_prose(msg, outcome)).decided
+    assert written.value == GOES_ALONG and written.tier == "small"
+    assert len(w.script.bodies) == 2
+
+
+async def test_synth_reply_on_a_turn_without_blocked_steps_costs_no_guard_call(
+    wire: Any,
+) -> None:
+    w = wire(synth)
+    msg, outcome = _outcome("I want to build a startup one day, maybe next year.")
+    assert not synth_logic.never_steps(outcome.sheet)
+    outcome.confidence = 0.5
+    w.script.answers = [GOOD_PROSE]
+    written = (await synth.write_prose(msg, outcome)).decided
+    assert written.tier == "small" and len(w.script.bodies) == 1
+
+
 async def test_synth_crisis_reply_is_never_rewritten(wire: Any) -> None:
     w = wire(synth)
     msg, outcome = _outcome("I don't want to live anymore.")
@@ -300,6 +356,40 @@ async def test_coach_aborts_a_stream_heading_for_a_blocked_step(wire: Any) -> No
     for reply in _replies(w):
         assert "every day" not in reply.text.lower()
     assert _replies(w)[-1].kind == "coach"
+
+
+async def test_coach_reply_guard_model_finds_a_step_the_rules_passed(wire: Any) -> None:
+    w = wire(coach)
+    text = "I'm going to train every day through the pain, my knee injury won't stop me."
+    slipped = (
+        "Love that fire. Your body will thank you for showing up no matter what. "
+        "What are you most looking forward to this week?"
+    )
+    w.script.answers = [slipped, _guarded("train_through_injury", "showing up no matter what")]
+    result = await coach.handle(message(text))
+    assert "train_through_injury" in result.payload.avoided_steps
+    assert result.tier == "deterministic"
+    assert result.fallback_reason == "reply_guard: train_through_injury"
+    replies = _replies(w)
+    # Held back whole, never streamed: the only reply is the rules' own.
+    assert [r.kind for r in replies] == ["coach"] and "no matter what" not in replies[0].text
+    assert len(w.script.bodies) == 2
+
+
+async def test_coach_reply_nobody_could_read_is_not_shown(wire: Any) -> None:
+    """The guard's model was to read the reply and every answer was invalid (a quote
+    the reply does not hold): nobody vouched for it, so the rules' reply goes."""
+    w = wire(coach)
+    text = "I'm going to train every day through the pain, my knee injury won't stop me."
+    slipped = (
+        "Love that fire. Your body will thank you for showing up no matter what. "
+        "What are you most looking forward to this week?"
+    )
+    w.script.answers = [slipped] + [_guarded("train_through_injury", "run through it")] * 6
+    result = await coach.handle(message(text))
+    assert result.tier == "deterministic"
+    assert (result.fallback_reason or "").startswith("reply_guard: unread")
+    assert "no matter what" not in _replies(w)[-1].text
 
 
 async def test_coach_german_reply_in_english_is_rejected(wire: Any) -> None:

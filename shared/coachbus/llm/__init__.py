@@ -42,6 +42,7 @@ from coachbus.llm.prompt import (
 )
 from coachbus.llm.router import (
     DECISION_KINDS,
+    OPTIONAL_KINDS,
     REPORTED_KINDS,
     DecisionContext,
     DecisionPolicy,
@@ -56,6 +57,7 @@ from coachbus.llm.tokens import EstimateCounter, TokenCounter, count_messages, d
 
 __all__ = [
     "DECISION_KINDS",
+    "OPTIONAL_KINDS",
     "REPORTED_KINDS",
     "Budget",
     "BudgetExceededError",

@@ -60,6 +60,10 @@ DECISION_KINDS = (
 # (coachbus.confidence): optional in an operator's policy file (the shipped bar is
 # used when one leaves them out), so adding one breaks no deployed policy.
 REPORTED_KINDS = ("language_register",)
+# Decisions a model carries that came after the policy file's kinds settled: optional
+# in an operator's file too (the shipped entry is used when one leaves them out), so
+# an upgrade breaks no deployed policy; an operator's entry overrides the shipped one.
+OPTIONAL_KINDS = ("reply_guard",)
 
 
 class DecisionPolicy(BaseModel):
@@ -122,7 +126,7 @@ class Policy(BaseModel):
         try:
             return self.decisions[kind]
         except KeyError:
-            if kind in REPORTED_KINDS:
+            if kind in REPORTED_KINDS or kind in OPTIONAL_KINDS:
                 return Policy.load_shipped().decisions[kind]
             raise KeyError(f"no policy for decision kind {kind!r}") from None
 
@@ -363,6 +367,7 @@ class Router:
 
 __all__ = [
     "DECISION_KINDS",
+    "OPTIONAL_KINDS",
     "REPORTED_KINDS",
     "DecisionContext",
     "DecisionPolicy",

@@ -22,7 +22,11 @@ name from the module that owns it (this package re-exports nothing):
                           the conversation it is shown, the check that it quotes the
                           person
 ``steps``                 the risky steps the coach must never suggest and the standing
-                          conditions (an injury, an abusive partner) they depend on
+                          conditions (an injury, an abusive partner) they depend on;
+                          the reply guard's reading of a reply (``read_reply``)
+``judge``                 the reply guard's model tier: a model reads a reply the rules
+                          passed on a turn that blocked steps, adding only steps it
+                          quotes from the reply
 ``helplines``             help lines per locale (``content/helplines.toml`` or an
                           operator's file), loaded once as a service starts
 ``replies``               the crisis reply, the check-in and the turn after a no, from
@@ -35,6 +39,6 @@ value is what the screens here take, so they read one form of the text and none
 normalises it again.
 
 The order of imports runs one way: ``prefilter`` → ``rulebook`` → ``screen`` (with
-``calibration``) → ``conversation`` → ``model``; ``steps``, ``helplines`` → ``replies``
-and ``severity`` stand apart.
+``calibration``) → ``conversation`` → ``model``; ``steps`` and ``model`` → ``judge``;
+``helplines`` → ``replies`` and ``severity`` stand apart.
 """

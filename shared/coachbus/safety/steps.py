@@ -18,7 +18,7 @@ from functools import lru_cache
 from typing import Literal
 
 from coachbus import content
-from coachbus.confidence import measured, steps_outcome
+from coachbus.confidence import measured, reply_guard_outcome, steps_outcome
 from coachbus.content.phrases import phrase
 from coachbus.contracts.payloads import BlockedStep, Risk
 from coachbus.learned import LinearModel, shipped
@@ -671,6 +671,52 @@ _SENTENCE_END = re.compile(
     r"(?<=[.!?…])(?<! [ap]\.m\.)(?<!\bdr\.)(?<!\bprof\.)(?<!\bmr\.)(?<!\bmrs\.)"
     r"(?<!\bms\.)(?<!\bnr\.)(?<!\bca\.)(?<!\bbzw\.)(?<!\bz\.b\.)(?<!\bst\.)\s+"
 )
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyReading:
+    """What the reply guard read in a coach reply, and how sure it can be of it.
+
+    ``found``: the steps the reply suggests, with the words that do. ``named``: some
+    of a blocked step's own vocabulary (a phrase trigger, a marker, one of its
+    combinations' acts or objects) is in the reply, whatever the guard made of it: a
+    reply that never touches the step is a different answer from one that talks
+    about it and was read as a warning, and the two are right at different rates.
+    ``confidence``: measured per outcome on the replies corpus's calibration split
+    (``coachbus eval replies --calibrate``); below the policy's bar for
+    ``reply_guard`` a model reads the reply too, where one is configured.
+    """
+
+    found: list[tuple[str, str]]
+    named: bool
+
+    @property
+    def outcome(self) -> str:
+        return reply_guard_outcome(bool(self.found), self.named)
+
+    @property
+    def confidence(self) -> float:
+        return measured("reply_guard").of(self.outcome)
+
+
+def _named(spec: StepSpec, reply: str, voiced: str) -> bool:
+    """Whether ``voiced`` (a reply, normalised, its "you" read as "I") holds any of the
+    step's own words: a phrase trigger, a marker, a combination's act (four letters or
+    more, as ``_act_alone`` reads one) or its object."""
+    if spec.triggers.search(voiced) or find_markers(reply, spec.markers):
+        return True
+    return any(c.object.search(voiced) or _act_alone(c, voiced) for c in spec.combos)
+
+
+def read_reply(reply: str, step_ids: Iterable[str], *, partial: bool = False) -> ReplyReading:
+    """The reply guard's reading of ``reply`` for the steps ``step_ids``: what it
+    suggests (:func:`suggested_in_reply`) and whether it names any of them at all."""
+    wanted = [CATALOGUE[s] for s in dict.fromkeys(step_ids) if s in CATALOGUE]
+    found = suggested_in_reply(reply, step_ids, partial=partial)
+    if found or not wanted:
+        return ReplyReading(found, bool(found))
+    voiced = _voiced(normalized(reply).text)
+    return ReplyReading(found, any(_named(spec, reply, voiced) for spec in wanted))
 
 
 def suggested_in_reply(

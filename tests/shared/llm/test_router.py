@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 from coachbus.contracts import HumanReviewRequest, TurnBudget
 from coachbus.llm import (
     DECISION_KINDS,
+    OPTIONAL_KINDS,
     REPORTED_KINDS,
     DecisionContext,
     LLMClient,
@@ -90,7 +91,7 @@ async def decide(router: Router, confidence: float, **kw: Any) -> Any:
 
 def test_shipped_policy_covers_every_decision_kind() -> None:
     policy = Policy.load()
-    assert set(policy.decisions) == set(DECISION_KINDS) | set(REPORTED_KINDS)
+    assert set(policy.decisions) == set(DECISION_KINDS) | set(REPORTED_KINDS) | set(OPTIONAL_KINDS)
     for kind, rule in policy.decisions.items():
         assert rule.tiers[0] == "deterministic", kind
     assert policy.for_kind("risk_screen").tiers == ("deterministic", "small", "strong", "human")
