@@ -100,6 +100,15 @@ REPAIR_STOPS = Counter(
     ["decision", "reason"],
     registry=REGISTRY,
 )
+REPLY_GUARD = Counter(
+    "coachbus_reply_guard",
+    "Replies held back on a turn that blocked steps and read by the reply guard, by "
+    "verdict: flagged (a model quoted a blocked step; the rules' reply went instead), "
+    "unread (no model could read it; the rules' reply went), passed (a model read it and "
+    "found none), trusted (the rules' reading cleared the bar: no model asked).",
+    ["agent", "verdict"],
+    registry=REGISTRY,
+)
 TIER_DECISIONS = Counter(
     "coachbus_tier_decisions",
     "Decisions taken, by the tier that carried them.",

@@ -33,6 +33,7 @@ from coachbus.contracts import Usage
 from coachbus.contracts.events import TurnBudget
 from coachbus.llm import Message, PromptBuilder, PromptContext, Router
 from coachbus.llm.router import DecisionContext
+from coachbus.metrics import REPLY_GUARD
 from coachbus.safety.model import quote_problems
 from coachbus.safety.steps import CATALOGUE, ReplyReading, read_reply
 
@@ -191,7 +192,18 @@ async def judge(
     # One quote per step (a model may list a step twice).
     added = list(dict(out.value).items())
     stop = out.stop_reason.value if out.stop_reason is not None else None
-    return Judged(reading, found + added, out.tier, out.usage, stop)
+    judged = Judged(reading, found + added, out.tier, out.usage, stop)
+    verdict = (
+        "flagged"
+        if judged.added
+        else "unread"
+        if judged.unread
+        else "trusted"
+        if judged.tier == "deterministic"
+        else "passed"
+    )
+    REPLY_GUARD.labels(agent, verdict).inc()
+    return judged
 
 
 __all__ = [

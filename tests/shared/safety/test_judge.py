@@ -17,6 +17,7 @@ import pytest
 from coachbus.contracts import TurnBudget, UserMessage
 from coachbus.llm import LLMClient, LLMSettings, Policy, PromptBuilder, Router
 from coachbus.memory import context_for
+from coachbus.metrics import REGISTRY
 from coachbus.safety import judge
 from coachbus.safety.steps import ReplyReading, read_reply
 from tests.services.test_llm_tiers import Script
@@ -98,12 +99,21 @@ def _policy_with_bar(bar: float) -> str:
     return f"{head}[decision.reply_guard]{body}\n\n[{tail}"
 
 
+def _verdicts(verdict: str) -> float:
+    value = REGISTRY.get_sample_value(
+        "coachbus_reply_guard_total", {"agent": "synth", "verdict": verdict}
+    )
+    return value or 0.0
+
+
 async def test_a_reply_the_rules_passed_goes_to_the_model_which_adds_a_quoted_step() -> None:
+    flagged = _verdicts("flagged")
     script = Script()
     script.answers = [_steps(("quit_job_abruptly", "the freedom will be worth it"))]
     judged = await _judge(_wired(script), GOES_ALONG)
     assert judged.added == [("quit_job_abruptly", "the freedom will be worth it")]
     assert judged.blocks() == "reply_guard: quit_job_abruptly"
+    assert _verdicts("flagged") == flagged + 1
     assert judged.tier == "small" and len(script.bodies) == 1
     body = script.bodies[0]
     # The reply is data, fenced; the instructions name the blocked step.
