@@ -31,7 +31,7 @@ from coachbus.contracts import (
 from coachbus.llm import DecisionContext, LLMClient, LLMTier, Message, Outcome, Router
 from coachbus.memory import MemoryRecord, context_for
 from coachbus.metrics import MESSAGES, SYNTH_FIRST_TEXT, SYNTH_JOIN_WAIT, TURN_LATENCY
-from coachbus.reply_stream import SentencePublisher, StreamingLLM, Withheld, partial_check
+from coachbus.reply_stream import SentencePublisher, StreamingLLM, partial_check
 from coachbus.safety import judge as reply_judge
 from coachbus.safety.helplines import Helplines
 from coachbus.safety.warm import warm_in_thread
@@ -113,22 +113,12 @@ async def write_prose(message: UserMessage, outcome: logic.SynthOutcome) -> Fina
     opener = ""
     never = logic.never_steps(sheet)
     # On a turn that blocked steps, a model may read the reply the rules passed (the
-    # reply guard's model tier): the reply is then written whole, not streamed, so no
-    # sentence reaches the person before the whole of it was read. A shown sentence
-    # cannot be taken back; a few seconds on a risky turn can be spent.
+    # reply guard's model tier): the model's sentences are then held back, not
+    # streamed, so none reaches the person before the whole reply was read (a shown
+    # sentence cannot be taken back). The opening, the rendering's own sentence, is
+    # still shown at once.
     held = bool(never) and reply_judge.asks_model(runtime.tiers)
-    if runtime.llm is not None and sheet.mode not in SAFETY_MODES and held:
-        # Written as plain text like a streamed reply, checked as it grows, shown whole.
-        check = partial_check(language=sheet.language, register=sheet.formality, never=never)
-        decider = Router(
-            policy=runtime.tiers.policy,
-            client=cast(
-                LLMClient,
-                StreamingLLM(runtime.llm, Withheld(check), lambda text: prompts.Prose(text=text)),
-            ),
-            publish_human_review=runtime.tiers.publish_human_review,
-        )
-    elif runtime.llm is not None and sheet.mode not in SAFETY_MODES:
+    if runtime.llm is not None and sheet.mode not in SAFETY_MODES:
         opener = assemble.opening(outcome, runtime.settings.synth_opening)
 
         async def publish(text: str, seq: int) -> None:
@@ -151,6 +141,7 @@ async def write_prose(message: UserMessage, outcome: logic.SynthOutcome) -> Fina
             # Prompts of an older release asked for JSON: a model that still answers
             # so is understood (not streamed) rather than refused.
             json_field="text",
+            hold=held,
         )
         # A router of its own whose client streams (same policy): the router still
         # picks the tier and bounds the repair loop, the sentences reach the user live.

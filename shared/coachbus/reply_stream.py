@@ -198,8 +198,13 @@ class SentencePublisher:
         json_field: str | None = None,
         opening: str = "",
         gap_s: float = SENTENCE_GAP_S,
+        hold: bool = False,
     ) -> None:
         self._publish = publish
+        # Held (the reply guard's model reads the reply whole first, on a turn that
+        # blocked steps): the opening is shown, the model's sentences are checked as
+        # they come but shown only in the whole reply, after the guard.
+        self._hold = hold
         self._gap_s = gap_s
         self._published_at = -float("inf")
         self._check = check
@@ -335,7 +340,7 @@ class SentencePublisher:
         record each; a model writing at a human-readable pace is never held, since
         its sentences are further apart than the gap. What stays held when the
         attempt is cut off (a deadline) is in the final reply, as all of it is."""
-        if not self._live or len(self._accepted) <= len(self.shown):
+        if self._hold or not self._live or len(self._accepted) <= len(self.shown):
             return
         if burst and time.monotonic() - self._published_at < self._gap_s:
             return

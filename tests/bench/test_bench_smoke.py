@@ -52,3 +52,19 @@ def test_quick_run_writes_results(tmp_path: Path) -> None:
     assert all({"value", "target", "baseline"} <= set(row) for row in result["table"])
     for name in ("waterfall.png", "throughput.png"):
         assert (tmp_path / name).stat().st_size > 0
+
+
+def test_guard_bench_prints_both_paths_side_by_side() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.guard", "--profile", "instant", "--turns", "1"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    result = json.loads(done.stdout[: done.stdout.rindex("}") + 1])
+    assert {"quit_job_abruptly", "all_savings"} <= set(result["blocked_steps"])
+    # Held, the model's first sentence waits for the whole reply and the guard's call.
+    assert result["held_ms_p50"] >= result["streamed_full_ms_p50"]
+    assert result["first_sentence_held_vs_streamed"] > 0

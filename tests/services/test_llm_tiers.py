@@ -240,8 +240,9 @@ GOES_ALONG = (
 
 async def test_synth_reply_guard_model_finds_a_step_the_rules_passed(wire: Any) -> None:
     """On a turn that blocked steps the model's reply is read whole by a model before
-    anything is shown (no final_delta), and a step it quotes puts the rendering in
-    the reply's place."""
+    any of its sentences is shown (the only final_delta is the rendering's opening),
+    and a step it quotes puts the rendering, which begins with that opening, in the
+    reply's place."""
     w = wire(synth)
     msg, outcome = _outcome(
         "I will quit my job tomorrow and put all my savings into my startup, all in!"
@@ -255,7 +256,11 @@ async def test_synth_reply_guard_model_finds_a_step_the_rules_passed(wire: Any) 
     assert written.value == outcome.text and written.tier == "deterministic"
     assert written.fallback_reason == "reply_guard: quit_job_abruptly"
     assert written.usage.llm_calls == 2
-    assert not [e for _, e in w.published if getattr(e, "kind", None) == "final_delta"]
+    deltas = [e for _, e in w.published if getattr(e, "kind", None) == "final_delta"]
+    assert [(d.text, d.tier) for d in deltas] == [
+        (assemble.opening(outcome, "rendered"), "deterministic")
+    ]
+    assert written.value.startswith(deltas[0].text)
     assert "coach reply" in json.dumps(w.script.bodies[1]["messages"])
 
 
@@ -266,9 +271,14 @@ async def test_synth_reply_guard_model_passing_keeps_the_models_reply(wire: Any)
     )
     outcome.confidence = 0.5
     w.script.answers = [GOES_ALONG, json.dumps({"steps": []})]
-    written = (await synth.write_prose(msg, outcome)).decided
-    assert written.value == GOES_ALONG and written.tier == "small"
-    assert len(w.script.bodies) == 2
+    prose = await synth.write_prose(msg, outcome)
+    written = prose.decided
+    # The reply continues the opening shown at once; the model's sentences came whole.
+    opening = assemble.opening(outcome, "rendered")
+    assert written.value == f"{opening} {GOES_ALONG}" and written.tier == "small"
+    assert prose.streamed and len(w.script.bodies) == 2
+    deltas = [e for _, e in w.published if getattr(e, "kind", None) == "final_delta"]
+    assert [d.text for d in deltas] == [opening]
 
 
 async def test_synth_reply_on_a_turn_without_blocked_steps_costs_no_guard_call(

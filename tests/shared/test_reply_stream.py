@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 from coachbus.contracts import Reply, Usage
 from coachbus.llm import ChatRequest, ChatResult, EstimateCounter, OutputError
-from coachbus.reply_stream import SentencePublisher, StreamingLLM, partial_check
+from coachbus.reply_stream import SentencePublisher, StreamingLLM, Withheld, partial_check
 
 pytestmark = pytest.mark.unit
 
@@ -392,3 +392,39 @@ async def test_sentences_further_apart_than_the_gap_are_never_held() -> None:
     assert shown.pieces == ["Thanks for telling me how it is going.", " That sounds hard."]
     assert await sink.end() == []
     assert shown.pieces[-1] == " Well."
+
+
+async def test_a_held_sink_shows_the_opening_and_keeps_the_sentences_for_the_whole_reply() -> None:
+    """On a turn the reply guard's model reads first: the opening goes out at once, the
+    model's sentences are checked as they come and shown only with the whole reply."""
+    shown, checked = Shown(), []
+
+    def check(text: str) -> list[str]:
+        checked.append(text)
+        return []
+
+    sink = SentencePublisher(shown, check, opening=OPENING, gap_s=0, hold=True)
+    assert await _feed(sink, TEXT) == []
+    assert shown.pieces == [OPENING]
+    assert sink.streamed and not sink.streamed_model and not sink.showing
+    assert sink.reply == f"{OPENING} {' '.join(TEXT.split())}"
+    assert checked[-1] == sink.reply  # every sentence was still checked as it came
+
+
+async def test_a_withheld_sink_shows_nothing_and_stops_at_a_failing_sentence() -> None:
+    checked: list[str] = []
+
+    def check(text: str) -> list[str]:
+        checked.append(text)
+        return ["blocked"] if "tomorrow" in text else []
+
+    sink = Withheld(check)
+    sink.start_attempt()
+    errors: list[str] = []
+    for token in _tokens(TEXT):
+        errors = await sink.feed(token)
+        if errors:
+            break
+    assert errors == ["blocked"]
+    assert "Which time" not in sink.text  # nothing more was read after the failure
+    assert sink.seq == 0 and checked
