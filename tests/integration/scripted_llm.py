@@ -18,13 +18,17 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+import httpx
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from tests.fault.conftest import running, stack_env
+from tests.integration.conftest import RunningStack
 from tests.shared.llm.simserver import serve_app
 
 MODELS = ("Qwen/Qwen3-30B-A3B", "Qwen/Qwen3-235B-A22B")
@@ -133,3 +137,40 @@ async def serve(llm: ScriptedLLM) -> AsyncIterator[str]:
     )
     async with serve_app(app) as url:
         yield url
+
+
+@contextlib.asynccontextmanager
+async def scripted_stack(
+    kafka_bootstrap: str,
+    folder: Path,
+    llm: ScriptedLLM,
+    *,
+    name: str,
+    keys: dict[str, str],
+    policy: Path,
+) -> AsyncIterator[RunningStack]:
+    """The seven processes on the embedded broker (topics of their own, prefixed by
+    ``name``), thinking through ``llm`` under ``policy``, one API key per user."""
+    async with serve(llm) as base_url:
+        env = stack_env(
+            f"{name}{uuid.uuid4().hex[:8]}.",
+            COACHBUS_API_KEYS=",".join(f"{u}:{k}" for u, k in keys.items()),
+            COACHBUS_LLM_BASE_URL=base_url,
+            COACHBUS_LLM_POLICY_FILE=str(policy),
+            COACHBUS_LLM_RETRY_WAIT_INITIAL_S="0.01",
+            COACHBUS_LLM_RETRY_WAIT_JITTER_S="0",
+        )
+        async with running(kafka_bootstrap, folder, env) as rs:
+            yield rs
+
+
+async def post_turn(rs: RunningStack, key: str, session: str, text: str) -> bytes:
+    """Post ``text`` with the user's ``key``; the turn id, as the records carry it."""
+    async with httpx.AsyncClient(timeout=30) as client:
+        response = await client.post(
+            f"{rs.url}/v1/sessions/{session}/messages",
+            json={"text": text},
+            headers={"Authorization": f"Bearer {key}"},
+        )
+    assert response.status_code == 202, response.text
+    return str(response.json()["turn_id"]).encode()

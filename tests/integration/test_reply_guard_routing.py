@@ -11,21 +11,19 @@ with nothing to avoid streams as before, with no guard call either.
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 import pytest_asyncio
 
 from coachbus.llm import Policy
 from coachbus.safety import judge
 from coachbus.safety.steps import read_reply
-from tests.fault.conftest import read_topic, running, stack_env
+from tests.fault.conftest import read_topic
 from tests.integration.conftest import RunningStack
-from tests.integration.scripted_llm import Script, ScriptedLLM, serve
+from tests.integration.scripted_llm import Script, ScriptedLLM, post_turn, scripted_stack
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 
@@ -69,29 +67,16 @@ async def stack(
         },
         Script('{"steps": []}'),
     )
-    async with serve(llm) as base_url:
-        env = stack_env(
-            f"rg{uuid.uuid4().hex[:8]}.",
-            COACHBUS_API_KEYS=",".join(f"{u}:{k}" for u, k in KEYS.items()),
-            COACHBUS_LLM_BASE_URL=base_url,
-            COACHBUS_LLM_POLICY_FILE=str(POLICY),
-            COACHBUS_LLM_RETRY_WAIT_INITIAL_S="0.01",
-            COACHBUS_LLM_RETRY_WAIT_JITTER_S="0",
-        )
-        async with running(kafka_bootstrap, tmp_path_factory.mktemp("reply-guard"), env) as rs:
-            yield rs, llm
+    folder = tmp_path_factory.mktemp("reply-guard")
+    async with scripted_stack(
+        kafka_bootstrap, folder, llm, name="rg", keys=KEYS, policy=POLICY
+    ) as rs:
+        yield rs, llm
 
 
 async def _coach(rs: RunningStack, user: str, text: str) -> tuple[dict[str, Any], list[Any]]:
     """The Coach's result of the turn and every reply record it published for it."""
-    async with httpx.AsyncClient(timeout=30) as client:
-        response = await client.post(
-            f"{rs.url}/v1/sessions/{user}-s/messages",
-            json={"text": text},
-            headers={"Authorization": f"Bearer {KEYS[user]}"},
-        )
-    assert response.status_code == 202, response.text
-    turn = response.json()["turn_id"].encode()
+    turn = await post_turn(rs, KEYS[user], f"{user}-s", text)
     records = await read_topic(
         rs.bootstrap,
         (f"{rs.prefix}agent.coach", f"{rs.prefix}coach-replies"),

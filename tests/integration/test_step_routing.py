@@ -11,21 +11,19 @@ the measured 0.95: the model is never asked about it, and the block stands.
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 import pytest_asyncio
 
 from coachbus.confidence import measured
 from coachbus.llm import Policy
 from coachbus.safety.steps import step_screen
-from tests.fault.conftest import read_topic, running, stack_env
+from tests.fault.conftest import read_topic
 from tests.integration.conftest import RunningStack
-from tests.integration.scripted_llm import Script, ScriptedLLM, serve
+from tests.integration.scripted_llm import Script, ScriptedLLM, post_turn, scripted_stack
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 
@@ -74,28 +72,16 @@ async def stack(
         },
         Script('{"steps": []}'),
     )
-    async with serve(llm) as base_url:
-        env = stack_env(
-            f"sr{uuid.uuid4().hex[:8]}.",
-            COACHBUS_API_KEYS=",".join(f"{u}:{k}" for u, k in KEYS.items()),
-            COACHBUS_LLM_BASE_URL=base_url,
-            COACHBUS_LLM_POLICY_FILE=str(HERE / "step_routing_policy.toml"),
-            COACHBUS_LLM_RETRY_WAIT_INITIAL_S="0.01",
-            COACHBUS_LLM_RETRY_WAIT_JITTER_S="0",
-        )
-        async with running(kafka_bootstrap, tmp_path_factory.mktemp("step-routing"), env) as rs:
-            yield rs, llm
+    folder = tmp_path_factory.mktemp("step-routing")
+    policy = HERE / "step_routing_policy.toml"
+    async with scripted_stack(
+        kafka_bootstrap, folder, llm, name="sr", keys=KEYS, policy=policy
+    ) as rs:
+        yield rs, llm
 
 
 async def _stability_result(rs: RunningStack, user: str, text: str) -> dict[str, Any]:
-    async with httpx.AsyncClient(timeout=30) as client:
-        response = await client.post(
-            f"{rs.url}/v1/sessions/{user}-s/messages",
-            json={"text": text},
-            headers={"Authorization": f"Bearer {KEYS[user]}"},
-        )
-    assert response.status_code == 202, response.text
-    turn = response.json()["turn_id"].encode()
+    turn = await post_turn(rs, KEYS[user], f"{user}-s", text)
     records = await read_topic(
         rs.bootstrap,
         f"{rs.prefix}agent.stability",

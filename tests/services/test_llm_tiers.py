@@ -368,15 +368,18 @@ async def test_coach_aborts_a_stream_heading_for_a_blocked_step(wire: Any) -> No
     assert _replies(w)[-1].kind == "coach"
 
 
+INJURED = "I'm going to train every day through the pain, my knee injury won't stop me."
+# Goes along with training through the injury without a word the rules read as the step.
+SLIPPED = (
+    "Love that fire. Your body will thank you for showing up no matter what. "
+    "What are you most looking forward to this week?"
+)
+
+
 async def test_coach_reply_guard_model_finds_a_step_the_rules_passed(wire: Any) -> None:
     w = wire(coach)
-    text = "I'm going to train every day through the pain, my knee injury won't stop me."
-    slipped = (
-        "Love that fire. Your body will thank you for showing up no matter what. "
-        "What are you most looking forward to this week?"
-    )
-    w.script.answers = [slipped, _guarded("train_through_injury", "showing up no matter what")]
-    result = await coach.handle(message(text))
+    w.script.answers = [SLIPPED, _guarded("train_through_injury", "showing up no matter what")]
+    result = await coach.handle(message(INJURED))
     assert "train_through_injury" in result.payload.avoided_steps
     assert result.tier == "deterministic"
     assert result.fallback_reason == "reply_guard: train_through_injury"
@@ -390,13 +393,8 @@ async def test_coach_reply_nobody_could_read_is_not_shown(wire: Any) -> None:
     """The guard's model was to read the reply and every answer was invalid (a quote
     the reply does not hold): nobody vouched for it, so the rules' reply goes."""
     w = wire(coach)
-    text = "I'm going to train every day through the pain, my knee injury won't stop me."
-    slipped = (
-        "Love that fire. Your body will thank you for showing up no matter what. "
-        "What are you most looking forward to this week?"
-    )
-    w.script.answers = [slipped] + [_guarded("train_through_injury", "run through it")] * 6
-    result = await coach.handle(message(text))
+    w.script.answers = [SLIPPED] + [_guarded("train_through_injury", "run through it")] * 6
+    result = await coach.handle(message(INJURED))
     assert result.tier == "deterministic"
     assert (result.fallback_reason or "").startswith("reply_guard: unread")
     assert "no matter what" not in _replies(w)[-1].text
