@@ -49,6 +49,7 @@ def _prompts() -> tuple[list[Any], list[Any], list[str], int, int]:
     """Synth's prose prompt and the guard's prompt for the turn, its blocked steps and
     both decisions' max_tokens from the shipped policy."""
     from evaluation.chain import Chain
+    from services.synth import logic as synth_logic
     from services.synth import prompts as synth_prompts
 
     msg = UserMessage.create(
@@ -61,15 +62,12 @@ def _prompts() -> tuple[list[Any], list[Any], list[str], int, int]:
     )
     step = Chain().turn(msg)
     sheet = step.final.sheet
-    never = [b.step_id for b in sheet.never_say if b.step_id] + list(sheet.guarded_steps)
+    never = synth_logic.never_steps(sheet)
     builder = PromptBuilder()
     ctx = context_for(None, msg)
     prose = synth_prompts.messages(builder, ctx, sheet, [], "")
     policy = Policy.load_shipped()
-    asked = judge.instructions(never)
-    guard = builder.build(
-        ctx, "synth", asked, data=[(judge.REPLY_DATA, step.final.text)], kind=judge.KIND
-    ).messages
+    guard = judge.messages(builder, ctx, "synth", step.final.text, never)
     return (
         prose,
         guard,

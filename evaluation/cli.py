@@ -180,7 +180,7 @@ def _decision(name: str, args: argparse.Namespace) -> dict[str, Any] | int:
     # The decision whose confidence the corpus measures: the corpus's own, or the one
     # inside its check (the reply guard inside the replies check).
     inner = decisions.DECIDED.get(name)
-    decided = inner(items).answers if inner is not None else None
+    decided = inner(reports[0]).answers if inner is not None else None
     if args.calibrate:
         if kind is None:
             print(f"coachbus eval: {name} is a check, not a routed decision", file=sys.stderr)

@@ -31,6 +31,7 @@ from coachbus.confidence import (
     measured,
     pattern_outcome,
     register_outcome,
+    reply_guard_outcome,
 )
 from coachbus.contracts.events import UserMessage, language_and_address
 from coachbus.contracts.payloads import TIER_RANK, Language
@@ -38,7 +39,7 @@ from coachbus.llm import Message
 from coachbus.memory import context_for
 from coachbus.replycheck import check_reply
 from coachbus.safety.judge import judge
-from coachbus.safety.steps import read_reply, step_screen
+from coachbus.safety.steps import names_any, step_screen
 from evaluation.chain import Chain, Step
 from evaluation.metrics import Binary, fmt, ratio, reliability, smoothed_accuracy
 from evaluation.results import NONE, Answer, Report
@@ -264,27 +265,37 @@ def _guard_labels(item: Raw, found: bool) -> tuple[frozenset[str], frozenset[str
     )
 
 
-def score_reply_guard(items: Sequence[Raw]) -> Report[Scored]:
-    """The reply guard alone (``reply_guard``), on the items whose sheet blocked steps:
-    whether the reply suggests one of them, with the confidence measured for the kind
-    of answer it gave. What its calibration and silent errors are read from."""
-
-    def answer(_n: int, item: Raw) -> Scored:
-        reading = read_reply(item["reply"], item["never_say"])
-        predicted, expected = _guard_labels(item, bool(reading.found))
-        return Answer(
-            item=item,
-            predicted=predicted,
-            expected=expected,
-            confidence=reading.confidence,
-            outcome=reading.outcome,
+def reply_guard_answers(check: Report[Scored]) -> Report[Scored]:
+    """The reply guard alone (``reply_guard``), read off the replies check's answers on
+    the items whose sheet blocked steps (the check ran the guard already: a step it
+    found is its ``blocked_step``): whether the reply suggests one of them, with the
+    confidence measured for the kind of answer it gave. What its calibration and silent
+    errors are read from."""
+    table = measured("reply_guard")
+    guard: Report[Scored] = Report(check.tier)
+    for a in check.answers:
+        item = a.item
+        if not item["never_say"]:
+            continue
+        found = "blocked_step" in a.predicted
+        outcome = reply_guard_outcome(found, found or names_any(item["reply"], item["never_say"]))
+        predicted, expected = _guard_labels(item, found)
+        guard.answers.append(
+            Answer(
+                item=item,
+                predicted=predicted,
+                expected=expected,
+                confidence=table.of(outcome),
+                outcome=outcome,
+                latency_s=a.latency_s,
+            )
         )
+    return guard
 
-    return run_rules([i for i in items if i["never_say"]], answer)
 
-
-# The decision inside a check, where the check's corpus measures it (see ``figures``).
-DECIDED: dict[str, Callable[[Sequence[Raw]], Report[Scored]]] = {"replies": score_reply_guard}
+# The decision inside a check, read off the check's answers where the check's corpus
+# measures it (see ``figures``).
+DECIDED: dict[str, Callable[[Report[Scored]], Report[Scored]]] = {"replies": reply_guard_answers}
 
 
 # --------------------------------------------------------------------------- model tiers
@@ -518,7 +529,7 @@ __all__ = [
     "Scored",
     "figures",
     "measure_calibration",
-    "score_reply_guard",
+    "reply_guard_answers",
     "silent_errors",
     "summary",
 ]

@@ -110,22 +110,20 @@ async def handle(message: UserMessage) -> CoachResult:
         validate=lambda value: prompts.problems(value.text, value, register),
         convert=convert,
     )
-    if held and outcome.tier not in ("deterministic", "human"):
-        judged = await reply_judge.judge(
+    if held:
+        # A step a model finds (quoting the reply), or no model able to read it: the
+        # rules' reply, which offers the safer path and suggests no step, goes instead.
+        await reply_judge.vouch(
             runtime.tiers,
+            outcome,
             outcome.value.text,
             never,
+            payload,
             agent="coach",
             builder=runtime.prompt_builder(),
             ctx=context_for(memory.get(message.user_id), message),
             budget=message.budget,
         )
-        outcome.usage = outcome.usage + judged.usage
-        blocked = judged.blocks()
-        if blocked is not None:
-            # A step the model found (quoting the reply), or no model able to read it:
-            # the rules' reply, which offers the safer path and suggests no step, goes.
-            outcome.value, outcome.tier, outcome.fallback_reason = payload, "deterministic", blocked
     final = outcome.value
     if outcome.tier != "deterministic":
         await sink.finish()

@@ -188,36 +188,26 @@ async def write_prose(message: UserMessage, outcome: logic.SynthOutcome) -> Fina
     if streamed_model and streaming_tier is not None:
         # The reply begins with the model's sentences whatever completed it.
         written.tier = streaming_tier
-    if held and written.tier not in ("deterministic", "human"):
-        await _guard(message, outcome, written, never)
-    return FinalProse(written, streamed)
-
-
-async def _guard(
-    message: UserMessage, outcome: logic.SynthOutcome, written: Outcome[str], never: list[str]
-) -> None:
-    """A model's reply the rules passed, read by the reply guard's model tier; a step it
-    finds (quoting the reply), or no model able to read it, puts the rendering in its
-    place, which is built from the sheet and suggests no blocked step."""
-    judged = await reply_judge.judge(
-        runtime.tiers,
-        written.value,
-        never,
-        agent="synth",
-        builder=runtime.prompt_builder(),
-        ctx=context_for(_memory(message.user_id), message),
-        budget=message.budget,
-        context=DecisionContext(message.turn_id, message.session_id, message.user_id, message.text),
-    )
-    written.usage = written.usage + judged.usage
-    blocked = judged.blocks()
-    if blocked is not None:
-        log.info("synth %s: %s", message.turn_id, blocked)
-        written.value, written.tier, written.fallback_reason = (
+    if held:
+        # The model's reply the rules passed, read whole; the rendering, built from the
+        # sheet, replaces it when a model finds a step or none could read it.
+        blocked = await reply_judge.vouch(
+            runtime.tiers,
+            written,
+            written.value,
+            never,
             outcome.text,
-            "deterministic",
-            blocked,
+            agent="synth",
+            builder=runtime.prompt_builder(),
+            ctx=context_for(_memory(message.user_id), message),
+            budget=message.budget,
+            context=DecisionContext(
+                message.turn_id, message.session_id, message.user_id, message.text
+            ),
         )
+        if blocked is not None:
+            log.info("synth %s: %s", message.turn_id, blocked)
+    return FinalProse(written, streamed)
 
 
 def _erased(message: UserMessage) -> bool:

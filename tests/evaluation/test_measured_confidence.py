@@ -59,7 +59,9 @@ SILENT_FLOORS = {
 def _decided(corpus: str, items: list[dict[str, object]]) -> list[Scored]:
     """The answers a corpus measures confidence on: its decision's, or the one inside
     its check (the reply guard inside the replies check)."""
-    return (DECIDED.get(corpus) or SCORERS[corpus])(items).answers
+    check = SCORERS[corpus](items)
+    inner = DECIDED.get(corpus)
+    return (inner(check) if inner is not None else check).answers
 
 
 @pytest.mark.parametrize(("kind", "corpus"), sorted(CORPUS_OF.items()))

@@ -24,18 +24,21 @@ Rules of the call, which are the crisis screen's (``safety.model``):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from coachbus.contracts import Usage
 from coachbus.contracts.events import TurnBudget
-from coachbus.llm import Message, PromptBuilder, PromptContext, Router
+from coachbus.llm import Message, Outcome, PromptBuilder, PromptContext, Router
 from coachbus.llm.router import DecisionContext
 from coachbus.metrics import REPLY_GUARD
 from coachbus.safety.model import quote_problems
 from coachbus.safety.steps import CATALOGUE, ReplyReading, read_reply
+
+T = TypeVar("T")
 
 KIND = "reply_guard"
 # What the data block holding the reply is called in the prompt.
@@ -82,9 +85,7 @@ def check(claims: Sequence[tuple[str, str]], reply: str, never: Sequence[str]) -
         if step_id not in never:
             out.append(f"{step_id!r} is not one of the blocked steps {list(never)}")
             continue
-        out.extend(
-            p.replace("the message", "the reply") for p in quote_problems([quote], reply, step_id)
-        )
+        out.extend(quote_problems([quote], reply, step_id, source="reply"))
     return out
 
 
@@ -122,19 +123,23 @@ class Judged:
         return None
 
 
-def _messages(
-    builder: PromptBuilder, ctx: PromptContext, agent: str, reply: str, asked: str
-) -> Callable[[list[str]], list[Message]]:
-    """The prompt: the service's shared prefix (briefing, blackboard, the person's
-    message), the reply fenced as data, the instructions, a repair's reasons last."""
-
-    def build(errors: list[str]) -> list[Message]:
-        told = asked + ("\n\nYour previous answer was rejected; the reasons follow." * bool(errors))
-        return builder.build(
-            ctx, agent, told, data=[(REPLY_DATA, reply)], rejected=errors[:6], kind=KIND
-        ).messages
-
-    return build
+def messages(
+    builder: PromptBuilder,
+    ctx: PromptContext,
+    agent: str,
+    reply: str,
+    never: Sequence[str],
+    errors: Sequence[str] = (),
+) -> list[Message]:
+    """The guard's prompt: the service's shared prefix (briefing, blackboard, the
+    person's message), the reply fenced as data, the instructions, a repair's reasons
+    last."""
+    told = instructions(never)
+    if errors:
+        told += "\n\nYour previous answer was rejected; the reasons follow."
+    return builder.build(
+        ctx, agent, told, data=[(REPLY_DATA, reply)], rejected=list(errors)[:6], kind=KIND
+    ).messages
 
 
 def asks_model(router: Router) -> bool:
@@ -173,7 +178,6 @@ async def judge(
         # A rejected reply stays rejected: no model can clear it, so none is asked.
         return Judged(reading, found)
     steps = [s for s in dict.fromkeys(never) if s in CATALOGUE]
-    build = _messages(builder, ctx, agent, reply, instructions(steps))
 
     def convert(parsed: ReplyGuardCall) -> list[tuple[str, str]]:
         return [(c.step_id, c.quote) for c in parsed.steps]
@@ -182,7 +186,7 @@ async def judge(
         kind=KIND,
         agent=agent,
         deterministic=lambda: ([], reading.confidence),
-        build_messages=lambda _tier, errors: build(errors),
+        build_messages=lambda _tier, errors: messages(builder, ctx, agent, reply, steps, errors),
         response_model=ReplyGuardCall,
         budget=budget,
         validate=lambda claims: check(claims, reply, steps),
@@ -206,6 +210,37 @@ async def judge(
     return judged
 
 
+async def vouch(
+    router: Router,
+    out: Outcome[T],
+    text: str,
+    never: Sequence[str],
+    safe: T,
+    *,
+    agent: str,
+    builder: PromptBuilder,
+    ctx: PromptContext,
+    budget: TurnBudget,
+    context: DecisionContext | None = None,
+) -> str | None:
+    """Read a held-back reply a model wrote (``out``, its text ``text``) before it is
+    shown: a step a model quotes, or no model able to read it, puts ``safe`` (the
+    service's rules' reply) in its place. Why it was replaced, None when it stands. A
+    reply the rules or a human gave is left as it is: the guard reads models' words.
+    The Coach's and Synth's one way of doing it."""
+    if out.tier in ("deterministic", "human"):
+        return None
+    judged = await judge(
+        router, text, never, agent=agent, builder=builder, ctx=ctx, budget=budget,
+        context=context,
+    )  # fmt: skip
+    out.usage = out.usage + judged.usage
+    blocked = judged.blocks()
+    if blocked is not None:
+        out.value, out.tier, out.fallback_reason = safe, "deterministic", blocked
+    return blocked
+
+
 __all__ = [
     "KIND",
     "REPLY_DATA",
@@ -216,4 +251,6 @@ __all__ = [
     "check",
     "instructions",
     "judge",
+    "messages",
+    "vouch",
 ]

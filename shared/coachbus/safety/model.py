@@ -61,9 +61,12 @@ def _comparable(text: str | NormalizedText) -> str:
     return " ".join(normalized(text).text.split())
 
 
-def quote_problems(quotes: list[str], message: str | NormalizedText, what: str) -> list[str]:
+def quote_problems(
+    quotes: list[str], message: str | NormalizedText, what: str, *, source: str = "message"
+) -> list[str]:
     """Quotes must be the person's own words: verbatim up to the normaliser (case,
-    spacing, typographic quotes, umlaut spelling)."""
+    spacing, typographic quotes, umlaut spelling). ``source``: what the quoted text is
+    called in the reasons (the reply guard's model quotes a reply)."""
     said = _comparable(message)
     out: list[str] = []
     for quote in quotes:
@@ -71,7 +74,7 @@ def quote_problems(quotes: list[str], message: str | NormalizedText, what: str) 
         if len(quoted) < MIN_QUOTE_CHARS or len(quoted.split()) < 2:
             out.append(f"{what}: quote too short to show anything: {quote!r}")
         elif quoted not in said:
-            out.append(f"{what}: quote is not in the message: {quote!r}")
+            out.append(f"{what}: quote is not in the {source}: {quote!r}")
     return out
 
 

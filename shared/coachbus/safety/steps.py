@@ -708,15 +708,21 @@ def _named(spec: StepSpec, reply: str, voiced: str) -> bool:
     return any(c.object.search(voiced) or _act_alone(c, voiced) for c in spec.combos)
 
 
+def names_any(reply: str, step_ids: Iterable[str]) -> bool:
+    """Whether ``reply`` holds any of the steps' own words (``ReplyReading.named``)."""
+    wanted = [CATALOGUE[s] for s in dict.fromkeys(step_ids) if s in CATALOGUE]
+    if not wanted:
+        return False
+    voiced = _voiced(normalized(reply).text)
+    return any(_named(spec, reply, voiced) for spec in wanted)
+
+
 def read_reply(reply: str, step_ids: Iterable[str], *, partial: bool = False) -> ReplyReading:
     """The reply guard's reading of ``reply`` for the steps ``step_ids``: what it
     suggests (:func:`suggested_in_reply`) and whether it names any of them at all."""
-    wanted = [CATALOGUE[s] for s in dict.fromkeys(step_ids) if s in CATALOGUE]
-    found = suggested_in_reply(reply, step_ids, partial=partial)
-    if found or not wanted:
-        return ReplyReading(found, bool(found))
-    voiced = _voiced(normalized(reply).text)
-    return ReplyReading(found, any(_named(spec, reply, voiced) for spec in wanted))
+    steps = list(step_ids)
+    found = suggested_in_reply(reply, steps, partial=partial)
+    return ReplyReading(found, bool(found) or names_any(reply, steps))
 
 
 def suggested_in_reply(
